@@ -1,0 +1,3 @@
+//! Fault injection. (Being written.)
+pub struct FaultDevice;
+pub struct FaultPlan;

@@ -1,0 +1,145 @@
+//! Device specs: the TOML a user writes (`--spec my-drive.toml`) and the
+//! presets are made of.
+//!
+//! ```toml
+//! name = "my-drive"            # optional; defaults to the file name
+//! description = "15K SAS disk"
+//! source = "datasheet, 2005"
+//! capacity = "36 GiB"
+//! power = { active_mw = 12000, idle_mw = 8000 }
+//! [model]
+//! kind = "hdd"                 # hdd | nand | ftl | dram
+//! rpm = 15000
+//! # ... the fields of HddParams / NandParams / FtlParams / DramParams
+//! ```
+//! Times are in the unit their field names end in (`_us`, `_ms`), sizes are
+//! bytes or strings such as `"4k"`, `"128 KiB"`, `"36 GiB"` (binary
+//! multiples), rates are MB/s with MB = 10^6 bytes.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::path::Path;
+
+use crate::{DeviceError, DramParams, FtlParams, HddParams, Model, NandParams, Result};
+
+/// A device: its model, capacity, power and where its numbers come from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Where the numbers come from (seed table, datasheet).
+    #[serde(default)]
+    pub source: String,
+    #[serde(deserialize_with = "de_size")]
+    pub capacity: u64,
+    #[serde(default)]
+    pub power: PowerSpec,
+    pub model: ModelSpec,
+}
+
+/// Power drawn while serving requests and while idle, in milliwatts.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PowerSpec {
+    #[serde(default)]
+    pub active_mw: f64,
+    #[serde(default)]
+    pub idle_mw: f64,
+}
+
+/// The cost model and its parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ModelSpec {
+    Hdd(HddParams),
+    Nand(NandParams),
+    Ftl(FtlParams),
+    Dram(DramParams),
+}
+
+impl ModelSpec {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ModelSpec::Hdd(_) => "hdd",
+            ModelSpec::Nand(_) => "nand",
+            ModelSpec::Ftl(_) => "ftl",
+            ModelSpec::Dram(_) => "dram",
+        }
+    }
+}
+
+impl DeviceSpec {
+    /// Parses a spec from TOML text; `name` is used when the text has none.
+    pub fn from_toml(text: &str, name: &str) -> Result<Self> {
+        let mut spec: DeviceSpec =
+            toml::from_str(text).map_err(|e| DeviceError::Spec(one_line(&e.to_string())))?;
+        if spec.name.is_empty() {
+            spec.name = name.to_string();
+        }
+        spec.build_model()?;
+        Ok(spec)
+    }
+
+    /// Reads a spec file.
+    pub fn from_file(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DeviceError::Spec(format!("{}: {e}", path.display())))?;
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
+        Self::from_toml(&text, stem).map_err(|e| match e {
+            DeviceError::Spec(m) => DeviceError::Spec(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Builds the cost model, validating the parameters.
+    pub fn build_model(&self) -> Result<Box<dyn Model>> {
+        if self.capacity == 0 {
+            return Err(DeviceError::Spec(
+                "capacity must be greater than zero".into(),
+            ));
+        }
+        match &self.model {
+            ModelSpec::Hdd(p) => crate::hdd::model(p, self.capacity),
+            ModelSpec::Nand(p) => crate::nand::model(p, self.capacity),
+            ModelSpec::Ftl(p) => crate::ftl::model(p, self.capacity),
+            ModelSpec::Dram(p) => crate::dram::model(p, self.capacity),
+        }
+    }
+}
+
+/// Parses a size such as `4096`, `4k`, `128KiB`, `1m`, `36 GiB` (binary multiples).
+pub fn parse_size(s: &str) -> Result<u64> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s.trim())
+        .map_err(|e| DeviceError::Spec(format!("invalid size '{s}': {e}")))
+}
+
+/// Accepts a size as an integer or a string such as "4k".
+pub(crate) fn de_size<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        N(u64),
+        S(String),
+    }
+    match Size::deserialize(d)? {
+        Size::N(n) => Ok(n),
+        Size::S(s) => parse_size(&s).map_err(serde::de::Error::custom),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Fails with a spec error unless `ok`.
+pub(crate) fn require(ok: bool, what: &str) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(DeviceError::Spec(what.to_string()))
+    }
+}

@@ -1,0 +1,184 @@
+//! Where a simulated device keeps its bytes.
+//!
+//! Memory storage is sparse: the device is cut into 4 KiB chunks and only
+//! chunks holding a non-zero byte are kept, so a preconditioned 1 GiB span
+//! written with zeros costs no memory. File storage keeps the bytes in a
+//! (sparse) file for spans too large for memory.
+
+use rustc_hash::FxHashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::Result;
+
+const CHUNK: u64 = 4096;
+
+/// The bytes of a simulated device. Never-written, trimmed and erased bytes read as zero.
+#[derive(Debug)]
+pub enum DataStore {
+    Memory(FxHashMap<u64, Box<[u8; CHUNK as usize]>>),
+    File(File),
+}
+
+impl Default for DataStore {
+    fn default() -> Self {
+        DataStore::Memory(FxHashMap::default())
+    }
+}
+
+impl DataStore {
+    /// A store backed by the file at `path` (created or truncated).
+    pub fn file(path: &Path) -> Result<Self> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(DataStore::File(f))
+    }
+
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        match self {
+            DataStore::Memory(chunks) => {
+                for_chunks(offset, buf.len(), |chunk, within, range| {
+                    let dst = &mut buf[range];
+                    match chunks.get(&chunk) {
+                        Some(c) => dst.copy_from_slice(&c[within..within + dst.len()]),
+                        None => dst.fill(0),
+                    }
+                });
+                Ok(())
+            }
+            DataStore::File(f) => {
+                // Reading past the end of a sparse file yields fewer bytes: zero-fill.
+                let mut done = 0;
+                while done < buf.len() {
+                    let n = f.read_at(&mut buf[done..], offset + done as u64)?;
+                    if n == 0 {
+                        buf[done..].fill(0);
+                        break;
+                    }
+                    done += n;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn write(&mut self, offset: u64, buf: &[u8]) -> Result<()> {
+        match self {
+            DataStore::Memory(chunks) => {
+                for_chunks(offset, buf.len(), |chunk, within, range| {
+                    let src = &buf[range];
+                    let whole = src.len() == CHUNK as usize;
+                    if src.iter().all(|&b| b == 0) {
+                        if whole {
+                            chunks.remove(&chunk);
+                        } else if let Some(c) = chunks.get_mut(&chunk) {
+                            c[within..within + src.len()].fill(0);
+                        }
+                        return;
+                    }
+                    let c = chunks
+                        .entry(chunk)
+                        .or_insert_with(|| Box::new([0u8; CHUNK as usize]));
+                    c[within..within + src.len()].copy_from_slice(src);
+                });
+                Ok(())
+            }
+            DataStore::File(f) => Ok(f.write_all_at(buf, offset)?),
+        }
+    }
+
+    /// Zeroes `[offset, offset+len)`.
+    pub fn zero(&mut self, offset: u64, len: u64) -> Result<()> {
+        match self {
+            DataStore::Memory(chunks) => {
+                let mut pos = offset;
+                let end = offset + len;
+                while pos < end {
+                    let chunk = pos / CHUNK;
+                    let within = (pos % CHUNK) as usize;
+                    let n = ((CHUNK - pos % CHUNK).min(end - pos)) as usize;
+                    if n == CHUNK as usize {
+                        chunks.remove(&chunk);
+                    } else if let Some(c) = chunks.get_mut(&chunk) {
+                        c[within..within + n].fill(0);
+                    }
+                    pos += n as u64;
+                }
+                Ok(())
+            }
+            DataStore::File(f) => {
+                let zeros = vec![0u8; CHUNK as usize];
+                let mut pos = offset;
+                let end = offset + len;
+                while pos < end {
+                    let n = (CHUNK.min(end - pos)) as usize;
+                    f.write_all_at(&zeros[..n], pos)?;
+                    pos += n as u64;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Bytes of memory the store holds (0 for a file store).
+    pub fn resident_bytes(&self) -> u64 {
+        match self {
+            DataStore::Memory(chunks) => chunks.len() as u64 * CHUNK,
+            DataStore::File(_) => 0,
+        }
+    }
+}
+
+/// Calls `f(chunk index, offset within chunk, range of the buffer)` for each
+/// chunk the byte range `[offset, offset+len)` touches.
+fn for_chunks(offset: u64, len: usize, mut f: impl FnMut(u64, usize, std::ops::Range<usize>)) {
+    let mut done = 0usize;
+    while done < len {
+        let pos = offset + done as u64;
+        let within = (pos % CHUNK) as usize;
+        let n = (CHUNK as usize - within).min(len - done);
+        f(pos / CHUNK, within, done..done + n);
+        done += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn memory_and_file_stores_match_a_flat_buffer(
+            ops in proptest::collection::vec((0u64..20_000, 0usize..9000, any::<u8>(), any::<bool>()), 1..40)
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut mem = DataStore::default();
+            let mut file = DataStore::file(&dir.path().join("d")).unwrap();
+            let mut flat = vec![0u8; 32_000];
+            for (off, len, byte, zero) in ops {
+                if zero {
+                    mem.zero(off, len as u64).unwrap();
+                    file.zero(off, len as u64).unwrap();
+                    flat[off as usize..off as usize + len].fill(0);
+                } else {
+                    let data: Vec<u8> = (0..len).map(|i| byte.wrapping_add(i as u8) & (i as u8 | 1)).collect();
+                    mem.write(off, &data).unwrap();
+                    file.write(off, &data).unwrap();
+                    flat[off as usize..off as usize + len].copy_from_slice(&data);
+                }
+            }
+            let mut a = vec![0u8; 32_000];
+            let mut b = vec![0u8; 32_000];
+            mem.read(0, &mut a).unwrap();
+            file.read(0, &mut b).unwrap();
+            prop_assert_eq!(&a, &flat);
+            prop_assert_eq!(&b, &flat);
+        }
+    }
+}
