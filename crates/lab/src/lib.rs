@@ -1,1 +1,5 @@
-//! flashkv lab.
+//! flashkv lab: the profiler, the experiments that reproduce the seed
+//! documents' tables, and the reports (tables, JSON, CSV, Markdown, plots)
+//! they write.
+
+pub mod profile;

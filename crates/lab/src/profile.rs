@@ -1,0 +1,408 @@
+//! Access-pattern profiler: sequential / random × read / write (and a 50/50
+//! random mix) at one block size and queue depth, on any [`BlockDevice`].
+//!
+//! The host keeps `iodepth` requests outstanding and issues a new one the
+//! moment one completes. Devices that reorder their queue (an HDD's command
+//! queueing) hold the requests and choose which to serve whenever they are
+//! free; others serve in submission order with whatever internal
+//! concurrency their model has (NAND channels and dies). On a program-once
+//! device (raw NAND) a write to a programmed page is performed as the
+//! conventional in-place update: read the erase unit, erase, rewrite.
+//!
+//! Write payloads are zeros: costs do not depend on content, and the sparse
+//! data store then needs no memory for a preconditioned span.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt;
+
+use flashkv_device::{update_in_place, BlockDevice, Completion, DeviceError, Nanos, QueuedIo};
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+use serde::Serialize;
+
+/// An access pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Pattern {
+    SeqRead,
+    RandRead,
+    SeqWrite,
+    RandWrite,
+    /// 50 % random reads, 50 % random writes.
+    Mix,
+}
+
+impl Pattern {
+    pub const ALL: [Pattern; 5] = [
+        Pattern::SeqRead,
+        Pattern::RandRead,
+        Pattern::SeqWrite,
+        Pattern::RandWrite,
+        Pattern::Mix,
+    ];
+
+    /// The short code used on the command line and in JSON: sr, rr, sw, rw, mix.
+    pub fn code(self) -> &'static str {
+        match self {
+            Pattern::SeqRead => "sr",
+            Pattern::RandRead => "rr",
+            Pattern::SeqWrite => "sw",
+            Pattern::RandWrite => "rw",
+            Pattern::Mix => "mix",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Pattern> {
+        Pattern::ALL.into_iter().find(|p| p.code() == s)
+    }
+
+    fn writes(self) -> bool {
+        !matches!(self, Pattern::SeqRead | Pattern::RandRead)
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+/// One profiling run.
+#[derive(Debug, Clone)]
+pub struct ProfileSpec {
+    pub pattern: Pattern,
+    /// Bytes per request; a multiple of the device's sector size.
+    pub block_size: u64,
+    /// Measured requests (after preconditioning).
+    pub ops: u64,
+    /// Bytes of the device the requests fall in, from offset 0.
+    pub span: u64,
+    /// Requests kept outstanding.
+    pub iodepth: usize,
+    /// Seed for random offsets and the read/write choice of `mix`.
+    pub seed: u64,
+}
+
+/// What a run measured. Field names are the JSON row format.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProfileRow {
+    pub device: String,
+    pub pattern: String,
+    pub block_size: u64,
+    pub iodepth: usize,
+    pub ops: u64,
+    pub iops: f64,
+    pub mb_per_s: f64,
+    pub mean_latency_us: f64,
+    pub p99_latency_us: f64,
+    pub energy_uj_per_op: f64,
+    pub erases: u64,
+}
+
+/// Why a run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error(
+        "block size must be a positive multiple of the device's {sector}-byte sector, got {block}"
+    )]
+    BadBlockSize { block: u64, sector: u32 },
+    #[error("span {span} is larger than the device's capacity {capacity}")]
+    SpanTooLarge { span: u64, capacity: u64 },
+    #[error("span {span} is smaller than one {block}-byte block")]
+    SpanTooSmall { span: u64, block: u64 },
+    #[error("ops and iodepth must be at least 1")]
+    Zero,
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+/// Checks a spec against a device before anything is written.
+pub fn validate(dev: &dyn BlockDevice, spec: &ProfileSpec) -> Result<(), ProfileError> {
+    let g = dev.geometry();
+    let sector = u64::from(g.sector_size);
+    if spec.block_size == 0 || spec.block_size % sector != 0 {
+        return Err(ProfileError::BadBlockSize {
+            block: spec.block_size,
+            sector: g.sector_size,
+        });
+    }
+    if spec.span > g.capacity {
+        return Err(ProfileError::SpanTooLarge {
+            span: spec.span,
+            capacity: g.capacity,
+        });
+    }
+    if spec.span < spec.block_size {
+        return Err(ProfileError::SpanTooSmall {
+            span: spec.span,
+            block: spec.block_size,
+        });
+    }
+    if spec.ops == 0 || spec.iodepth == 0 {
+        return Err(ProfileError::Zero);
+    }
+    Ok(())
+}
+
+/// Runs one pattern on `dev` and reports what it measured. Write patterns
+/// first write the span once, sequentially (preconditioning), then flush.
+pub fn run(
+    dev: &mut dyn BlockDevice,
+    device_name: &str,
+    spec: &ProfileSpec,
+) -> Result<ProfileRow, ProfileError> {
+    validate(dev, spec)?;
+    let blocks = spec.span / spec.block_size;
+    let buf = vec![0u8; spec.block_size as usize];
+    if spec.pattern.writes() {
+        precondition(dev, blocks * spec.block_size)?;
+    }
+    dev.flush()?;
+
+    let before = dev.stats();
+    let t0 = dev.clock();
+    let mut gen = Generator {
+        pattern: spec.pattern,
+        rng: SmallRng::seed_from_u64(spec.seed),
+        next_seq: 0,
+        blocks,
+        block: spec.block_size,
+    };
+    let mut io = Io {
+        dev,
+        buf,
+        scratch: vec![0u8; spec.block_size as usize],
+    };
+    let mut latencies: Vec<Nanos> = Vec::with_capacity(spec.ops as usize);
+    // Outstanding completions (end, issue time), earliest first.
+    let mut done: BinaryHeap<Reverse<(Nanos, Nanos)>> = BinaryHeap::new();
+    // Issued but not yet handed to a reordering device.
+    let mut queue: Vec<(QueuedIo, Nanos)> = Vec::new();
+    let reorders = io.dev.reorders_queue();
+    let mut issued = 0u64;
+    let mut last_end = t0;
+
+    let first = spec.ops.min(spec.iodepth as u64);
+    for _ in 0..first {
+        let req = gen.next();
+        issued += 1;
+        if reorders {
+            queue.push((req, t0));
+        } else {
+            let c = io.submit(t0, req)?;
+            done.push(Reverse((c.end, t0)));
+        }
+    }
+    loop {
+        if reorders && !queue.is_empty() {
+            let earliest = queue.iter().map(|q| q.1).min().unwrap_or(t0);
+            let free = io.dev.busy_until().max(earliest);
+            if done.peek().is_none_or(|Reverse((end, _))| free <= *end) {
+                let ready: Vec<usize> = (0..queue.len()).filter(|&i| queue[i].1 <= free).collect();
+                let ios: Vec<QueuedIo> = ready.iter().map(|&i| queue[i].0).collect();
+                let pick = ready[io.dev.pick_next(free, &ios).min(ready.len() - 1)];
+                let (req, issue) = queue.swap_remove(pick);
+                let c = io.submit(free, req)?;
+                done.push(Reverse((c.end, issue)));
+                continue;
+            }
+        }
+        let Some(Reverse((end, issue))) = done.pop() else {
+            break;
+        };
+        latencies.push(end - issue);
+        last_end = last_end.max(end);
+        if issued < spec.ops {
+            let req = gen.next();
+            issued += 1;
+            if reorders {
+                queue.push((req, end));
+            } else {
+                let c = io.submit(end, req)?;
+                done.push(Reverse((c.end, end)));
+            }
+        }
+    }
+
+    let after = io.dev.stats();
+    let elapsed_s = (last_end - t0).max(1) as f64 / 1e9;
+    latencies.sort_unstable();
+    let n = latencies.len() as f64;
+    let mean = latencies.iter().map(|&l| l as f64).sum::<f64>() / n;
+    let p99 = latencies[((latencies.len() * 99).div_ceil(100)).saturating_sub(1)];
+    Ok(ProfileRow {
+        device: device_name.to_string(),
+        pattern: spec.pattern.code().to_string(),
+        block_size: spec.block_size,
+        iodepth: spec.iodepth,
+        ops: spec.ops,
+        iops: n / elapsed_s,
+        mb_per_s: n * spec.block_size as f64 / elapsed_s / 1e6,
+        mean_latency_us: mean / 1e3,
+        p99_latency_us: p99 as f64 / 1e3,
+        energy_uj_per_op: (after.energy_nj - before.energy_nj) as f64 / n / 1e3,
+        erases: after.block_erases - before.block_erases,
+    })
+}
+
+/// Writes `[0, len)` once in large sequential requests.
+fn precondition(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
+    let g = dev.geometry();
+    let step = (1u64 << 20).max(g.erase_unit.unwrap_or(0));
+    let zeros = vec![0u8; step.min(len) as usize];
+    let mut off = 0;
+    while off < len {
+        let n = step.min(len - off);
+        if g.program_once && dev.is_programmed(off, n) {
+            update_in_place(dev, off, &zeros[..n as usize])?;
+        } else {
+            dev.write(off, &zeros[..n as usize])?;
+        }
+        off += n;
+    }
+    Ok(())
+}
+
+struct Generator {
+    pattern: Pattern,
+    rng: SmallRng,
+    next_seq: u64,
+    blocks: u64,
+    block: u64,
+}
+
+impl Generator {
+    fn next(&mut self) -> QueuedIo {
+        let (index, write) = match self.pattern {
+            Pattern::SeqRead | Pattern::SeqWrite => {
+                let i = self.next_seq % self.blocks;
+                self.next_seq += 1;
+                (i, self.pattern == Pattern::SeqWrite)
+            }
+            Pattern::RandRead => (self.rng.gen_range(0..self.blocks), false),
+            Pattern::RandWrite => (self.rng.gen_range(0..self.blocks), true),
+            Pattern::Mix => {
+                let w = self.rng.gen_bool(0.5);
+                (self.rng.gen_range(0..self.blocks), w)
+            }
+        };
+        QueuedIo {
+            offset: index * self.block,
+            len: self.block,
+            write,
+        }
+    }
+}
+
+struct Io<'a> {
+    dev: &'a mut dyn BlockDevice,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Io<'_> {
+    fn submit(&mut self, at: Nanos, req: QueuedIo) -> Result<Completion, DeviceError> {
+        if !req.write {
+            return self.dev.read_at(at, req.offset, &mut self.scratch);
+        }
+        if self.dev.geometry().program_once && self.dev.is_programmed(req.offset, req.len) {
+            // The in-place update is a synchronous read-erase-rewrite sequence:
+            // it starts when the device is free, and the request waited from `at`.
+            let c = update_in_place(self.dev, req.offset, &self.buf)?;
+            return Ok(Completion {
+                start: c.start.max(at),
+                ..c
+            });
+        }
+        self.dev.write_at(at, req.offset, &self.buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashkv_device::presets;
+
+    fn spec(pattern: Pattern, bs: u64, qd: usize) -> ProfileSpec {
+        ProfileSpec {
+            pattern,
+            block_size: bs,
+            ops: 500,
+            span: 64 << 20,
+            iodepth: qd,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn dram_random_read_matches_overhead_plus_transfer() {
+        let mut dev = presets::open("dram-ssd").unwrap();
+        let row = run(&mut dev, "dram-ssd", &spec(Pattern::RandRead, 4096, 1)).unwrap();
+        // 32 us overhead + 4096 B at 88 MB/s = 46.545 us -> 78.545 us per op.
+        let expect = 1e6 / 78.545;
+        assert!((row.iops - expect).abs() / expect < 1e-3, "{}", row.iops);
+        assert_eq!(row.ops, 500);
+        assert_eq!(row.erases, 0);
+    }
+
+    #[test]
+    fn queue_depth_on_a_single_server_adds_latency_not_iops() {
+        let mut a = presets::open("dram-ssd").unwrap();
+        let mut b = presets::open("dram-ssd").unwrap();
+        let q1 = run(&mut a, "d", &spec(Pattern::RandWrite, 8192, 1)).unwrap();
+        let q2 = run(&mut b, "d", &spec(Pattern::RandWrite, 8192, 2)).unwrap();
+        assert!((q1.iops - q2.iops).abs() / q1.iops < 0.01);
+        assert!((q2.mean_latency_us / q1.mean_latency_us - 2.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn runs_are_deterministic() {
+        let r = |seed| {
+            let mut d = presets::open("dram-ssd").unwrap();
+            run(
+                &mut d,
+                "d",
+                &ProfileSpec {
+                    seed,
+                    ..spec(Pattern::Mix, 4096, 4)
+                },
+            )
+            .unwrap()
+        };
+        assert_eq!(r(1), r(1));
+    }
+
+    #[test]
+    fn bad_specs_are_refused() {
+        let mut d = presets::open("dram-ssd").unwrap();
+        let cap = d.geometry().capacity;
+        let bad = |s: ProfileSpec, d: &mut dyn BlockDevice| run(d, "d", &s).unwrap_err();
+        assert!(matches!(
+            bad(spec(Pattern::SeqRead, 0, 1), &mut d),
+            ProfileError::BadBlockSize { .. }
+        ));
+        assert!(matches!(
+            bad(spec(Pattern::SeqRead, 1000, 1), &mut d),
+            ProfileError::BadBlockSize { .. }
+        ));
+        assert!(matches!(
+            bad(
+                ProfileSpec {
+                    span: cap + 512,
+                    ..spec(Pattern::SeqRead, 4096, 1)
+                },
+                &mut d
+            ),
+            ProfileError::SpanTooLarge { .. }
+        ));
+        assert!(matches!(
+            bad(
+                ProfileSpec {
+                    ops: 0,
+                    ..spec(Pattern::SeqRead, 4096, 1)
+                },
+                &mut d
+            ),
+            ProfileError::Zero
+        ));
+    }
+}
