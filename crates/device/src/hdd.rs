@@ -1,19 +1,663 @@
-//! Hard disk model. (Being written: seek curve, rotation from the virtual
-//! clock, media rate, overhead, read-ahead track buffer, write-back cache.)
+//! Hard disk model: a seek curve over cylinder distance, rotational position
+//! from the virtual clock, media transfer, command overhead, a read-ahead
+//! track buffer and a write-back cache destaged shortest-positioning-first.
+//!
+//! The geometry is one zone: a track holds what passes under the head in one
+//! revolution at the media rate. Logical sectors run along a track, then
+//! across the heads of a cylinder, then to the next cylinder. Each track
+//! starts a few sectors later than the one before (skew), so a transfer that
+//! crosses a track loses only the head switch, not a revolution.
+//!
+//! The drive has two timelines: the host side (command overhead, interface
+//! transfer; what [`Model::busy_until`] reports) and the mechanism (seeks,
+//! rotation, media transfer). Cached writes complete on the host side and
+//! are destaged by the mechanism whenever it would otherwise be idle;
+//! destages are computed lazily, when the next command arrives.
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DeviceError, Model, Result};
+use crate::sim::{transfer_ns, us};
+use crate::spec::{de_size, require};
+use crate::{Completion, DeviceStats, Geometry, Model, Nanos, QueuedIo, Result};
 
-/// Parameters of a hard disk.
+/// Parameters of a hard disk. Only `rpm`, `seek_avg_ms` and `media_mb_per_s`
+/// are required; the rest default to a typical drive.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HddParams {
+    /// Spindle speed, revolutions per minute.
     pub rpm: f64,
+    /// Mean read seek over uniformly random pairs of cylinders, ms.
     pub seek_avg_ms: f64,
+    /// Media transfer rate, MB/s; with `rpm` it sets the bytes per track.
     pub media_mb_per_s: f64,
+    #[serde(default = "default_sector", deserialize_with = "de_size")]
+    pub sector_size: u64,
+    /// Recording surfaces; with the track size and capacity it sets the
+    /// number of cylinders.
+    #[serde(default = "default_heads")]
+    pub heads: u32,
+    /// Seek to the adjacent cylinder (also the head switch time), ms.
+    /// Default: a tenth of `seek_avg_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_track_ms: Option<f64>,
+    /// Seek across every cylinder, ms. Default: 2.2 × `seek_avg_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_full_ms: Option<f64>,
+    /// Extra settling a write needs after moving to another cylinder, µs.
+    #[serde(default)]
+    pub write_settle_us: f64,
+    /// Command processing (controller and host stack) per command, µs.
+    #[serde(default = "default_overhead")]
+    pub overhead_us: f64,
+    /// Host interface rate, MB/s.
+    #[serde(default = "default_interface")]
+    pub interface_mb_per_s: f64,
+    /// Writes the write-back cache holds; 0 makes every write go to the media
+    /// before it completes.
+    #[serde(default = "default_write_cache")]
+    pub write_cache_entries: u32,
+    /// Read segments kept in the drive buffer; a read fills the rest of its
+    /// track into its segment while the mechanism is idle. 0 disables it.
+    #[serde(default = "default_segments")]
+    pub read_ahead_segments: u32,
 }
 
-pub(crate) fn model(_p: &HddParams, _capacity: u64) -> Result<Box<dyn Model>> {
-    Err(DeviceError::Unsupported("hdd model not written yet"))
+fn default_sector() -> u64 {
+    512
+}
+fn default_heads() -> u32 {
+    4
+}
+fn default_overhead() -> f64 {
+    100.0
+}
+fn default_interface() -> f64 {
+    150.0
+}
+fn default_write_cache() -> u32 {
+    16
+}
+fn default_segments() -> u32 {
+    8
+}
+
+/// Seek time over a distance of `d` cylinders: `a + b·√d` below the knee,
+/// `c + e·d` above it, joined with equal value and slope. All in ns.
+#[derive(Debug, Clone, Copy)]
+struct SeekCurve {
+    a: f64,
+    b: f64,
+    c: f64,
+    e: f64,
+    knee: f64,
+}
+
+impl SeekCurve {
+    /// The curve through `seek(1) = t2t` and `seek(cyl-1) = full` with its
+    /// knee at `knee` (1 ≤ knee ≤ cyl-1, cyl ≥ 3).
+    fn with_knee(t2t: f64, full: f64, cyl: u64, knee: f64) -> SeekCurve {
+        let last = (cyl - 1) as f64;
+        let sk = knee.sqrt();
+        let b = (full - t2t) / (sk / 2.0 + last / (2.0 * sk) - 1.0);
+        let a = t2t - b;
+        SeekCurve {
+            a,
+            b,
+            c: a + b * sk / 2.0,
+            e: b / (2.0 * sk),
+            knee,
+        }
+    }
+
+    fn ns(&self, d: u64) -> Nanos {
+        if d == 0 {
+            return 0;
+        }
+        let x = d as f64;
+        let t = if x < self.knee {
+            self.a + self.b * x.sqrt()
+        } else {
+            self.c + self.e * x
+        };
+        t.round() as Nanos
+    }
+
+    /// Fits the knee so that the mean seek over uniformly random pairs of
+    /// cylinders is `avg` (times in ns). Distance d ≥ 1 between two uniform
+    /// cylinders has probability 2(C-d)/C²; the mean rises with the knee, so
+    /// the crossing is found by scanning integer knees (keeping running sums
+    /// of the sqrt region) and bisecting inside the bracketing interval.
+    fn fit(t2t: f64, full: f64, avg: f64, cyl: u64) -> Result<SeekCurve> {
+        let cf = cyl as f64;
+        let w = |d: u64| 2.0 * (cf - d as f64) / (cf * cf);
+        let (mut tot0, mut tot1) = (0.0, 0.0);
+        for d in 1..cyl {
+            tot0 += w(d);
+            tot1 += w(d) * d as f64;
+        }
+        // Mean for knee k given sums over the sqrt region d < k.
+        let mean = |k: f64, s0: f64, sh: f64, s1: f64| {
+            let c = SeekCurve::with_knee(t2t, full, cyl, k);
+            c.a * s0 + c.b * sh + c.c * (tot0 - s0) + c.e * (tot1 - s1)
+        };
+        let lowest = mean(1.0, 0.0, 0.0, 0.0);
+        let (mut s0, mut sh, mut s1) = (0.0, 0.0, 0.0);
+        let mut highest = lowest;
+        for k in 2..cyl {
+            let d = k - 1;
+            s0 += w(d);
+            sh += w(d) * (d as f64).sqrt();
+            s1 += w(d) * d as f64;
+            highest = mean(k as f64, s0, sh, s1);
+            if avg >= lowest && highest >= avg {
+                let (mut lo, mut hi) = ((k - 1) as f64, k as f64);
+                for _ in 0..60 {
+                    let mid = (lo + hi) / 2.0;
+                    if mean(mid, s0, sh, s1) < avg {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                return Ok(SeekCurve::with_knee(t2t, full, cyl, hi));
+            }
+        }
+        Err(crate::DeviceError::Spec(format!(
+            "hdd: seek_avg_ms {:.3} is not reachable with seek_track_ms {:.3} and seek_full_ms {:.3} \
+             on {cyl} cylinders (reachable {:.3}..{:.3} ms); adjust the seek times or the capacity",
+            avg / 1e6,
+            t2t / 1e6,
+            full / 1e6,
+            lowest / 1e6,
+            highest / 1e6
+        )))
+    }
+}
+
+/// A run of sectors.
+#[derive(Debug, Clone, Copy, Default)]
+struct Extent {
+    lba: u64,
+    n: u64,
+}
+
+impl Extent {
+    fn covers(&self, s: u64, e: u64) -> bool {
+        self.lba <= s && e <= self.lba + self.n
+    }
+}
+
+/// A write in the write-back cache, in the buffer since `ready`.
+#[derive(Debug, Clone, Copy)]
+struct Cached {
+    ext: Extent,
+    ready: Nanos,
+}
+
+/// Read-ahead in progress: the head reads sectors `[from, to)` (to the end
+/// of the track) into segment `seg`, starting at `t0` with sector `from`
+/// under the head at rotational slot `slot0`.
+#[derive(Debug, Clone, Copy)]
+struct Ahead {
+    seg: usize,
+    from: u64,
+    to: u64,
+    t0: Nanos,
+    slot0: u64,
+}
+
+struct Hdd {
+    geometry: Geometry,
+    sector: u64,
+    sectors: u64,
+    /// Sectors per track.
+    spt: u64,
+    heads: u64,
+    /// Revolution, ns.
+    rev: Nanos,
+    /// Slot offset from one head to the next, and from a cylinder's last
+    /// head to the next cylinder's first.
+    head_skew: u64,
+    cyl_skew: u64,
+    seek: SeekCurve,
+    track_switch: Nanos,
+    settle: Nanos,
+    overhead: Nanos,
+    interface_mb_per_s: f64,
+
+    /// Track (cylinder × heads + head) the head is on.
+    track: u64,
+    /// When the mechanism finishes the work it has started.
+    mech_free: Nanos,
+    /// When the host side can take the next command.
+    host_free: Nanos,
+    cache: Vec<Cached>,
+    cache_cap: usize,
+    /// The write being destaged (still in the buffer) and when that ends.
+    destaging: Option<Extent>,
+    destage_end: Nanos,
+    segs: Vec<Extent>,
+    next_seg: usize,
+    ahead: Option<Ahead>,
+}
+
+pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
+    let pos = |x: f64| x.is_finite() && x > 0.0;
+    let non_neg = |x: f64| x.is_finite() && x >= 0.0;
+    require(
+        p.rpm.is_finite() && (100.0..=100_000.0).contains(&p.rpm),
+        "hdd: rpm must be between 100 and 100000",
+    )?;
+    require(pos(p.seek_avg_ms), "hdd: seek_avg_ms must be positive")?;
+    require(
+        pos(p.media_mb_per_s) && p.media_mb_per_s <= 100_000.0,
+        "hdd: media_mb_per_s must be positive and at most 100000",
+    )?;
+    require(
+        p.sector_size.is_power_of_two() && (512..=65536).contains(&p.sector_size),
+        "hdd: sector_size must be a power of two from 512 to 65536",
+    )?;
+    require(
+        capacity % p.sector_size == 0,
+        "hdd: capacity must be a multiple of sector_size",
+    )?;
+    require(
+        (1..=256).contains(&p.heads),
+        "hdd: heads must be from 1 to 256",
+    )?;
+    let t2t_ms = p.seek_track_ms.unwrap_or(p.seek_avg_ms / 10.0);
+    let full_ms = p.seek_full_ms.unwrap_or(p.seek_avg_ms * 2.2);
+    require(
+        pos(t2t_ms) && t2t_ms < p.seek_avg_ms && p.seek_avg_ms < full_ms && full_ms.is_finite(),
+        "hdd: seek times must satisfy 0 < seek_track_ms < seek_avg_ms < seek_full_ms",
+    )?;
+    require(
+        non_neg(p.write_settle_us),
+        "hdd: write_settle_us must not be negative",
+    )?;
+    require(
+        non_neg(p.overhead_us),
+        "hdd: overhead_us must not be negative",
+    )?;
+    require(
+        pos(p.interface_mb_per_s),
+        "hdd: interface_mb_per_s must be positive",
+    )?;
+    require(
+        p.write_cache_entries <= 4096,
+        "hdd: write_cache_entries must be at most 4096",
+    )?;
+    require(
+        p.read_ahead_segments <= 1024,
+        "hdd: read_ahead_segments must be at most 1024",
+    )?;
+
+    let rev = (60e9 / p.rpm).round() as Nanos;
+    // Bytes per track = media rate × revolution time.
+    let spt = (p.media_mb_per_s * 1e6 * rev as f64 / 1e9 / p.sector_size as f64).floor() as u64;
+    require(
+        spt >= 1,
+        "hdd: media_mb_per_s is too low for one sector per revolution",
+    )?;
+    let heads = u64::from(p.heads);
+    let sectors = capacity / p.sector_size;
+    let cylinders = sectors.div_ceil(spt * heads);
+    require(
+        cylinders >= 3,
+        "hdd: capacity is too small for a seek curve (fewer than 3 cylinders); raise it or lower heads",
+    )?;
+    let track_switch = (t2t_ms * 1e6).round() as Nanos;
+    let settle = us(p.write_settle_us);
+    let seek = SeekCurve::fit(t2t_ms * 1e6, full_ms * 1e6, p.seek_avg_ms * 1e6, cylinders)?;
+    // Skews: just enough slots to cover the switch, so streaming continues.
+    let slots = |ns: Nanos| (ns * spt).div_ceil(rev) % spt;
+    let cache_cap = p.write_cache_entries as usize;
+    let segments = p.read_ahead_segments as usize;
+    Ok(Box::new(Hdd {
+        geometry: Geometry {
+            sector_size: p.sector_size as u32,
+            erase_unit: None,
+            capacity,
+            program_once: false,
+        },
+        sector: p.sector_size,
+        sectors,
+        spt,
+        heads,
+        rev,
+        head_skew: slots(track_switch),
+        cyl_skew: slots(track_switch + settle),
+        seek,
+        track_switch,
+        settle,
+        overhead: us(p.overhead_us),
+        interface_mb_per_s: p.interface_mb_per_s,
+        track: 0,
+        mech_free: 0,
+        host_free: 0,
+        cache: Vec::with_capacity(cache_cap),
+        cache_cap,
+        destaging: None,
+        destage_end: 0,
+        segs: vec![Extent::default(); segments],
+        next_seg: 0,
+        ahead: None,
+    }))
+}
+
+impl Hdd {
+    /// Start of rotational slot `j` (j may exceed a revolution), ns from the
+    /// revolution's start.
+    fn slot_ns(&self, j: u64) -> Nanos {
+        j * self.rev / self.spt
+    }
+
+    /// Rotational slot of sector `sec` of track `track`.
+    fn slot(&self, track: u64, sec: u64) -> u64 {
+        let (cyl, head) = (track / self.heads, track % self.heads);
+        let per_cyl = ((self.heads - 1) * self.head_skew + self.cyl_skew) % self.spt;
+        ((cyl % self.spt) * per_cyl + head * self.head_skew + sec) % self.spt
+    }
+
+    /// Time to move the head between tracks.
+    fn move_ns(&self, from: u64, to: u64, write: bool) -> Nanos {
+        if from == to {
+            return 0;
+        }
+        let d = (from / self.heads).abs_diff(to / self.heads);
+        if d == 0 {
+            self.track_switch
+        } else {
+            self.seek.ns(d) + if write { self.settle } else { 0 }
+        }
+    }
+
+    /// When sector `lba` is first under the head, moving there from `track`
+    /// at time `t`.
+    fn arrival(&self, track: u64, t: Nanos, lba: u64, write: bool) -> Nanos {
+        let to = lba / self.spt;
+        let t = t + self.move_ns(track, to, write);
+        let target = self.slot_ns(self.slot(to, lba % self.spt));
+        t + (target + self.rev - t % self.rev) % self.rev
+    }
+
+    /// Transfers `n` sectors from `lba` starting with the head on `track` at
+    /// `t`; returns when the last sector passed and the track it ends on.
+    fn media(
+        &self,
+        mut track: u64,
+        mut t: Nanos,
+        mut lba: u64,
+        n: u64,
+        write: bool,
+    ) -> (Nanos, u64) {
+        let mut left = n;
+        while left > 0 {
+            t = self.arrival(track, t, lba, write);
+            track = lba / self.spt;
+            let sec = lba % self.spt;
+            let k = left.min(self.spt - sec);
+            let slot = self.slot(track, sec);
+            t += self.slot_ns(slot + k) - self.slot_ns(slot);
+            lba += k;
+            left -= k;
+        }
+        (t, track)
+    }
+
+    /// Sectors of the read-ahead buffered by time `t`.
+    fn ahead_read_by(&self, a: &Ahead, t: Nanos) -> u64 {
+        if t <= a.t0 {
+            return 0;
+        }
+        // Capped at two revolutions: the track is complete by then anyway.
+        let since = (t - a.t0).min(2 * self.rev) + self.slot_ns(a.slot0);
+        let slots = ((since + 1) * self.spt - 1) / self.rev;
+        slots.saturating_sub(a.slot0).min(a.to - a.from)
+    }
+
+    /// When the read-ahead has buffered every sector below `end`.
+    fn ahead_ready(&self, a: &Ahead, end: u64) -> Nanos {
+        let k = end.saturating_sub(a.from);
+        a.t0 + self.slot_ns(a.slot0 + k) - self.slot_ns(a.slot0)
+    }
+
+    /// Stops the read-ahead at `t` (the mechanism starts other work).
+    fn cut_ahead(&mut self, t: Nanos) {
+        if let Some(a) = self.ahead.take() {
+            let got = self.ahead_read_by(&a, t);
+            let seg = &mut self.segs[a.seg];
+            seg.n = a.from - seg.lba + got;
+        }
+    }
+
+    /// Records `[s, e)` as read at `t` and reads ahead to the end of its track.
+    fn start_ahead(&mut self, s: u64, e: u64, t: Nanos) {
+        if self.segs.is_empty() {
+            return;
+        }
+        let seg = self.next_seg;
+        self.next_seg = (seg + 1) % self.segs.len();
+        self.segs[seg] = Extent { lba: s, n: e - s };
+        let to = ((e - 1) / self.spt + 1) * self.spt;
+        let to = to.min(self.sectors);
+        self.ahead = Some(Ahead {
+            seg,
+            from: e,
+            to,
+            t0: t,
+            slot0: self.slot((e - 1) / self.spt, e % self.spt),
+        });
+    }
+
+    /// Whether `[s, e)` is in the buffer (written data or a read segment)
+    /// at `t`, or the read-ahead will have it: when it will be there.
+    fn buffered(&self, s: u64, e: u64) -> Option<Nanos> {
+        let cached = self.cache.iter().any(|c| c.ext.covers(s, e))
+            || self.destaging.is_some_and(|x| x.covers(s, e))
+            || self.segs.iter().any(|x| x.covers(s, e));
+        if cached {
+            return Some(0);
+        }
+        self.ahead
+            .filter(|a| s >= self.segs[a.seg].lba && e <= a.to)
+            .map(|a| self.ahead_ready(&a, e))
+    }
+
+    /// Destages the cached writes the mechanism would have started before `t`.
+    fn background(&mut self, t: Nanos) {
+        while let Some(ready) = self.cache.iter().map(|c| c.ready).min() {
+            let start = self.mech_free.max(ready);
+            if start >= t || !self.destage(start) {
+                break;
+            }
+        }
+    }
+
+    /// Destages, from `at`, the cached write that can be reached first;
+    /// false when no cached write is ready by `at`.
+    fn destage(&mut self, at: Nanos) -> bool {
+        self.cut_ahead(at);
+        let mut best: Option<(usize, Nanos)> = None;
+        for (i, c) in self.cache.iter().enumerate() {
+            if c.ready > at {
+                continue;
+            }
+            let arr = self.arrival(self.track, at, c.ext.lba, true);
+            if best.is_none_or(|(_, b)| arr < b) {
+                best = Some((i, arr));
+            }
+        }
+        let Some((i, _)) = best else { return false };
+        let c = self.cache.swap_remove(i);
+        let (end, track) = self.media(self.track, at, c.ext.lba, c.ext.n, true);
+        self.track = track;
+        self.mech_free = end;
+        self.destaging = Some(c.ext);
+        self.destage_end = end;
+        true
+    }
+
+    /// When a cache slot is free for a write whose data arrives at `t`.
+    fn wait_for_slot(&mut self, mut t: Nanos) -> Nanos {
+        loop {
+            let in_flight = self.destage_end > t;
+            if self.cache.len() + usize::from(in_flight) < self.cache_cap {
+                return t;
+            }
+            if in_flight {
+                t = self.destage_end;
+            } else if !self.destage(t.max(self.mech_free)) {
+                // Unreachable: every cached write is ready by now.
+                return t;
+            }
+        }
+    }
+
+    fn done(&mut self, start: Nanos, end: Nanos) -> Completion {
+        self.host_free = end;
+        Completion {
+            start,
+            end,
+            energy_nj: 0,
+        }
+    }
+}
+
+impl Model for Hdd {
+    fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    fn read(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        _st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        let (s, n) = (offset / self.sector, len / self.sector);
+        let e = s + n;
+        let start = at.max(self.host_free);
+        let t = start + self.overhead;
+        let host_end = t + transfer_ns(len, self.interface_mb_per_s);
+        if n == 0 {
+            return Ok(self.done(start, t));
+        }
+        self.background(t);
+        if let Some(ready) = self.buffered(s, e) {
+            // From the buffer, or streamed as the read-ahead reaches it.
+            self.mech_free = self.mech_free.max(ready);
+            return Ok(self.done(start, host_end.max(ready)));
+        }
+        // A read continuing the read-ahead past its track: the head finishes
+        // the track, then carries on with the next one.
+        let mut from = (self.track, t.max(self.mech_free));
+        if let Some(a) = self
+            .ahead
+            .filter(|a| s >= self.segs[a.seg].lba && s <= a.to)
+        {
+            let track_done = self.ahead_ready(&a, a.to);
+            from.1 = from.1.max(track_done);
+            self.cut_ahead(track_done);
+            let (end, track) = self.media(from.0, from.1, a.to, e - a.to, false);
+            return Ok(self.finish_read(start, s, e, end, track, host_end));
+        }
+        self.cut_ahead(from.1);
+        let (end, track) = self.media(from.0, from.1, s, n, false);
+        Ok(self.finish_read(start, s, e, end, track, host_end))
+    }
+
+    fn write(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        _st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        let (s, n) = (offset / self.sector, len / self.sector);
+        let start = at.max(self.host_free);
+        let t = start + self.overhead;
+        let xfer = transfer_ns(len, self.interface_mb_per_s);
+        if n == 0 {
+            return Ok(self.done(start, t));
+        }
+        self.background(t);
+        if self.cache_cap == 0 {
+            let from = t.max(self.mech_free);
+            self.cut_ahead(from);
+            let (end, track) = self.media(self.track, from, s, n, true);
+            self.track = track;
+            self.mech_free = end;
+            return Ok(self.done(start, end.max(t + xfer)));
+        }
+        let end = self.wait_for_slot(t) + xfer;
+        self.cache.push(Cached {
+            ext: Extent { lba: s, n },
+            ready: end,
+        });
+        Ok(self.done(start, end))
+    }
+
+    fn flush(&mut self, at: Nanos, _st: &mut DeviceStats) -> Result<Completion> {
+        let start = at.max(self.host_free);
+        self.background(start);
+        while self.destage(start.max(self.mech_free)) {}
+        let end = start.max(self.mech_free);
+        Ok(self.done(start, end))
+    }
+
+    fn reorders_queue(&self) -> bool {
+        true
+    }
+
+    /// Shortest positioning time first, from where the head is when the
+    /// drive is next free; requests the buffer serves cost nothing.
+    fn pick_next(&self, at: Nanos, queued: &[QueuedIo]) -> usize {
+        let t = at.max(self.host_free) + self.overhead;
+        let head_free = t.max(self.mech_free);
+        let mut best = (0, Nanos::MAX);
+        for (i, q) in queued.iter().enumerate() {
+            let s = q.offset / self.sector;
+            let e = s + q.len / self.sector;
+            let cost = if q.write && self.cache_cap > 0 {
+                let in_flight = self.destage_end > t;
+                if self.cache.len() + usize::from(in_flight) < self.cache_cap {
+                    0
+                } else {
+                    head_free.max(self.destage_end) - t
+                }
+            } else if let Some(ready) = self.buffered(s, e).filter(|_| !q.write) {
+                ready.saturating_sub(t)
+            } else {
+                self.arrival(self.track, head_free, s, q.write) - t
+            };
+            if cost < best.1 {
+                best = (i, cost);
+            }
+        }
+        best.0
+    }
+
+    fn busy_until(&self) -> Option<Nanos> {
+        Some(self.host_free)
+    }
+}
+
+impl Hdd {
+    fn finish_read(
+        &mut self,
+        start: Nanos,
+        s: u64,
+        e: u64,
+        end: Nanos,
+        track: u64,
+        host_end: Nanos,
+    ) -> Completion {
+        self.track = track;
+        self.mech_free = end;
+        self.start_ahead(s, e, end);
+        self.done(start, end.max(host_end))
+    }
 }
