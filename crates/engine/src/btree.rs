@@ -1,0 +1,488 @@
+//! B+-tree whose nodes are slotted pages in the buffer pool.
+//!
+//! Leaves hold `key → value cell` and link to both siblings (scans run either
+//! way); internal nodes hold `separator → child` with the leftmost child in
+//! the page header. A value cell is `[0][bytes]` inline or
+//! `[1][length u32][first overflow page u64]`. Changes to existing pages are
+//! made as typed operations ([`Op`]) so the in-page logging store can log
+//! them; splits rewrite pages whole. Deletes leave leaves underfull (no
+//! merging of nodes) and pages are not reused.
+
+use std::ops::Bound;
+
+use crate::buffer::BufferPool;
+use crate::error::{corrupt, Error, Result};
+use crate::io::Disk;
+use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
+use crate::store::PageStore;
+
+/// Longest key accepted.
+pub const MAX_KEY: usize = 1024;
+/// Longest value accepted.
+pub const MAX_VALUE: usize = 1 << 20;
+/// Deepest tree walked before declaring the structure corrupt.
+const MAX_DEPTH: usize = 64;
+const OVERFLOW_CELL: usize = 13;
+
+/// Tree state persisted with every log record and checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub root: PageId,
+    pub next_page: PageId,
+    pub next_auto: u64,
+}
+
+/// Access to pages for one operation.
+pub(crate) struct Tree<'a> {
+    pub pool: &'a mut BufferPool,
+    pub store: &'a mut dyn PageStore,
+    pub disk: &'a mut Disk,
+    pub meta: &'a mut Meta,
+}
+
+/// Largest cell (slot included) a page takes, so any split leaves both halves fitting.
+fn max_cell(page_size: usize) -> usize {
+    Page::capacity(page_size) / 3
+}
+
+/// Longest key pages of this size hold.
+pub(crate) fn max_key(page_size: usize) -> usize {
+    MAX_KEY.min(max_cell(page_size) - Page::cell_size(0, OVERFLOW_CELL))
+}
+
+pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
+    let max = max_key(page_size);
+    if key.len() > max {
+        return Err(Error::KeyTooLarge {
+            len: key.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_value(val: &[u8]) -> Result<()> {
+    if val.len() > MAX_VALUE {
+        return Err(Error::ValueTooLarge {
+            len: val.len(),
+            max: MAX_VALUE,
+        });
+    }
+    Ok(())
+}
+
+fn child_at(p: &Page, i: usize) -> Result<PageId> {
+    let v = p.val(i);
+    if v.len() != 8 {
+        return Err(corrupt(format!("page {}: bad child pointer", p.id())));
+    }
+    Ok(u64::from_le_bytes(v.try_into().unwrap()))
+}
+
+/// Child of internal page `p` covering `key`.
+fn child_for(p: &Page, key: &[u8]) -> Result<PageId> {
+    match p.search(key) {
+        Ok(i) => child_at(p, i),
+        Err(0) => Ok(p.next()),
+        Err(i) => child_at(p, i - 1),
+    }
+}
+
+impl Tree<'_> {
+    fn page(&mut self, id: PageId) -> Result<&Page> {
+        if id >= self.meta.next_page {
+            return Err(corrupt(format!("pointer to unallocated page {id}")));
+        }
+        Ok(&self.pool.get(self.store, self.disk, id)?.page)
+    }
+
+    fn apply(&mut self, id: PageId, op: Op) -> Result<()> {
+        self.pool.get(self.store, self.disk, id)?;
+        let cap = self.store.log_capacity();
+        self.pool.apply(id, op, cap)
+    }
+
+    fn put_whole(&mut self, page: Page) -> Result<()> {
+        self.pool.put_whole(self.store, self.disk, page)
+    }
+
+    fn alloc(&mut self, kind: Kind) -> Result<Page> {
+        let id = self.meta.next_page;
+        if id >= self.store.max_pages() {
+            return Err(Error::Full("no free pages"));
+        }
+        self.meta.next_page += 1;
+        Ok(Page::new(self.store.page_size(), id, kind))
+    }
+
+    /// Creates the empty root leaf of a new tree.
+    pub fn create(&mut self) -> Result<()> {
+        let root = self.alloc(Kind::Leaf)?;
+        self.meta.root = root.id();
+        self.put_whole(root)
+    }
+
+    /// Page ids from the root to the leaf covering `key`.
+    fn path(&mut self, key: &[u8]) -> Result<Vec<PageId>> {
+        let mut path = vec![self.meta.root];
+        loop {
+            let id = *path.last().unwrap();
+            let p = self.page(id)?;
+            match p.kind() {
+                Kind::Leaf => return Ok(path),
+                Kind::Internal => {
+                    let c = child_for(p, key)?;
+                    path.push(c);
+                }
+                Kind::Overflow => return Err(corrupt(format!("page {id}: overflow page in tree"))),
+            }
+            if path.len() > MAX_DEPTH {
+                return Err(corrupt("tree too deep"));
+            }
+        }
+    }
+
+    /// Leaf at the left (`rightmost == false`) or right edge of the tree.
+    fn edge_leaf(&mut self, rightmost: bool) -> Result<PageId> {
+        let mut id = self.meta.root;
+        for _ in 0..MAX_DEPTH {
+            let p = self.page(id)?;
+            match p.kind() {
+                Kind::Leaf => return Ok(id),
+                Kind::Internal if rightmost && !p.is_empty() => id = child_at(p, p.len() - 1)?,
+                Kind::Internal => id = p.next(),
+                Kind::Overflow => return Err(corrupt(format!("page {id}: overflow page in tree"))),
+            }
+        }
+        Err(corrupt("tree too deep"))
+    }
+
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let leaf = *self.path(key)?.last().unwrap();
+        let p = self.page(leaf)?;
+        match p.search(key) {
+            Ok(i) => {
+                let cell = p.val(i).to_vec();
+                Ok(Some(self.load_value(&cell)?))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn load_value(&mut self, cell: &[u8]) -> Result<Vec<u8>> {
+        match cell.first() {
+            Some(0) => Ok(cell[1..].to_vec()),
+            Some(1) if cell.len() == OVERFLOW_CELL => {
+                let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
+                let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+                if len > MAX_VALUE {
+                    return Err(corrupt("overflow value too long"));
+                }
+                let mut out = Vec::with_capacity(len);
+                while out.len() < len {
+                    let p = self.page(id)?;
+                    if p.kind() != Kind::Overflow || p.overflow_data().is_empty() {
+                        return Err(corrupt(format!("page {id}: broken overflow chain")));
+                    }
+                    out.extend_from_slice(p.overflow_data());
+                    id = p.next();
+                }
+                if out.len() != len {
+                    return Err(corrupt("overflow chain longer than its value"));
+                }
+                Ok(out)
+            }
+            _ => Err(corrupt("malformed value cell")),
+        }
+    }
+
+    /// The cell for `val`, writing overflow pages when it is not kept inline.
+    fn store_value(&mut self, key: &[u8], val: &[u8]) -> Result<Vec<u8>> {
+        let ps = self.store.page_size();
+        if Page::cell_size(key.len(), 1 + val.len()) <= max_cell(ps) {
+            let mut c = Vec::with_capacity(1 + val.len());
+            c.push(0);
+            c.extend_from_slice(val);
+            return Ok(c);
+        }
+        let chunk = Page::overflow_capacity(ps);
+        let mut pages: Vec<Page> = Vec::new();
+        for part in val.chunks(chunk) {
+            let mut p = self.alloc(Kind::Overflow)?;
+            p.set_overflow_data(part);
+            if let Some(prev) = pages.last_mut() {
+                prev.set_next(p.id());
+            }
+            pages.push(p);
+        }
+        let first = pages.first().map_or(NO_PAGE, Page::id);
+        for p in pages {
+            self.put_whole(p)?;
+        }
+        let mut c = vec![1u8];
+        c.extend_from_slice(&(val.len() as u32).to_le_bytes());
+        c.extend_from_slice(&first.to_le_bytes());
+        Ok(c)
+    }
+
+    /// Inserts or replaces. Returns whether the key existed.
+    pub fn put(&mut self, key: &[u8], val: &[u8]) -> Result<bool> {
+        let cell = self.store_value(key, val)?;
+        let path = self.path(key)?;
+        let leaf = *path.last().unwrap();
+        let p = self.page(leaf)?;
+        let cap = Page::capacity(p.size());
+        match p.search(key) {
+            Ok(i) => {
+                let old = Page::cell_size(key.len(), p.val(i).len());
+                if p.used() - old + Page::cell_size(key.len(), cell.len()) <= cap {
+                    self.apply(leaf, Op::Update(key.to_vec(), cell))?;
+                } else {
+                    self.split_insert(&path, key.to_vec(), cell, true)?;
+                }
+                Ok(true)
+            }
+            Err(_) => {
+                if p.fits(key.len(), cell.len()) {
+                    self.apply(leaf, Op::Insert(key.to_vec(), cell))?;
+                } else {
+                    self.split_insert(&path, key.to_vec(), cell, false)?;
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Removes `key`. Returns whether it existed.
+    pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        let leaf = *self.path(key)?.last().unwrap();
+        let p = self.page(leaf)?;
+        if p.search(key).is_err() {
+            return Ok(false);
+        }
+        self.apply(leaf, Op::Delete(key.to_vec()))?;
+        Ok(true)
+    }
+
+    /// Puts `(key, cell)` into the full node at the end of `path`, splitting
+    /// it and, as needed, its ancestors.
+    fn split_insert(
+        &mut self,
+        path: &[PageId],
+        key: Vec<u8>,
+        cell: Vec<u8>,
+        replace: bool,
+    ) -> Result<()> {
+        let mut level = path.len() - 1;
+        let (mut key, mut cell, mut replace) = (key, cell, replace);
+        loop {
+            let id = path[level];
+            let node = self.page(id)?.clone();
+            let split = if node.kind() == Kind::Leaf {
+                self.split_leaf(node, key, cell, replace)?
+            } else {
+                self.split_internal(node, key, cell)?
+            };
+            let (sep, right) = split;
+            if level == 0 {
+                let mut root = self.alloc(Kind::Internal)?;
+                root.set_next(id);
+                root.insert_at(0, &sep, &right.to_le_bytes());
+                self.meta.root = root.id();
+                return self.put_whole(root);
+            }
+            level -= 1;
+            let parent = self.page(path[level])?;
+            let child = right.to_le_bytes().to_vec();
+            if parent.fits(sep.len(), child.len()) {
+                return self.apply(path[level], Op::Insert(sep, child));
+            }
+            (key, cell, replace) = (sep, child, false);
+        }
+    }
+
+    /// Splits a full leaf. Returns the separator and the new right leaf.
+    fn split_leaf(
+        &mut self,
+        mut node: Page,
+        key: Vec<u8>,
+        cell: Vec<u8>,
+        replace: bool,
+    ) -> Result<(Vec<u8>, PageId)> {
+        let id = node.id();
+        let mut right = self.alloc(Kind::Leaf)?;
+        let last = node.len().checked_sub(1).map(|i| node.key(i).to_vec());
+        if !replace && node.next() == NO_PAGE && last.as_deref().map_or(true, |l| l < &key[..]) {
+            // Appending past the right edge: start a new leaf, leave this one
+            // as it is (only its sibling link changes, which is loggable).
+            right.insert_at(0, &key, &cell);
+            right.set_prev(id);
+            let rid = right.id();
+            self.put_whole(right)?;
+            self.apply(id, Op::SetNext(rid))?;
+            return Ok((key, rid));
+        }
+        let mut cells: Vec<(Vec<u8>, Vec<u8>)> = (0..node.len())
+            .map(|i| (node.key(i).to_vec(), node.val(i).to_vec()))
+            .collect();
+        match cells.binary_search_by(|(k, _)| k[..].cmp(&key)) {
+            Ok(i) => cells[i].1 = cell,
+            Err(i) => cells.insert(i, (key, cell)),
+        }
+        let at = split_point(&cells);
+        node.clear_cells();
+        for (i, (k, v)) in cells[..at].iter().enumerate() {
+            node.insert_at(i, k, v);
+        }
+        for (i, (k, v)) in cells[at..].iter().enumerate() {
+            right.insert_at(i, k, v);
+        }
+        let rid = right.id();
+        let old_next = node.next();
+        right.set_next(old_next);
+        right.set_prev(id);
+        node.set_next(rid);
+        let sep = cells[at].0.clone();
+        self.put_whole(node)?;
+        self.put_whole(right)?;
+        if old_next != NO_PAGE {
+            self.apply(old_next, Op::SetPrev(rid))?;
+        }
+        Ok((sep, rid))
+    }
+
+    /// Splits a full internal node; the middle separator moves up.
+    fn split_internal(
+        &mut self,
+        mut node: Page,
+        key: Vec<u8>,
+        child: Vec<u8>,
+    ) -> Result<(Vec<u8>, PageId)> {
+        let mut cells: Vec<(Vec<u8>, Vec<u8>)> = (0..node.len())
+            .map(|i| (node.key(i).to_vec(), node.val(i).to_vec()))
+            .collect();
+        match cells.binary_search_by(|(k, _)| k[..].cmp(&key)) {
+            Ok(_) => return Err(corrupt("separator already in its parent")),
+            Err(i) => cells.insert(i, (key, child)),
+        }
+        let at = split_point(&cells).min(cells.len() - 1);
+        let mut right = self.alloc(Kind::Internal)?;
+        node.clear_cells();
+        for (i, (k, v)) in cells[..at].iter().enumerate() {
+            node.insert_at(i, k, v);
+        }
+        let (sep, up) = &cells[at];
+        right.set_next(u64::from_le_bytes(
+            up[..]
+                .try_into()
+                .map_err(|_| corrupt("bad child pointer"))?,
+        ));
+        for (i, (k, v)) in cells[at + 1..].iter().enumerate() {
+            right.insert_at(i, k, v);
+        }
+        let rid = right.id();
+        self.put_whole(node)?;
+        self.put_whole(right)?;
+        Ok((sep.clone(), rid))
+    }
+
+    /// Pairs with keys in `range`, ascending or descending, at most `limit`.
+    pub fn scan(
+        &mut self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let start = match (reverse, lo, hi) {
+            (false, Bound::Included(k) | Bound::Excluded(k), _) => *self.path(k)?.last().unwrap(),
+            (true, _, Bound::Included(k) | Bound::Excluded(k)) => *self.path(k)?.last().unwrap(),
+            (r, _, _) => self.edge_leaf(r)?,
+        };
+        let in_lo = |k: &[u8]| match lo {
+            Bound::Included(b) => k >= b,
+            Bound::Excluded(b) => k > b,
+            Bound::Unbounded => true,
+        };
+        let in_hi = |k: &[u8]| match hi {
+            Bound::Included(b) => k <= b,
+            Bound::Excluded(b) => k < b,
+            Bound::Unbounded => true,
+        };
+        let mut id = start;
+        let mut visited = 0u64;
+        while id != NO_PAGE && out.len() < limit {
+            visited += 1;
+            if visited > self.meta.next_page {
+                return Err(corrupt("leaf chain loops"));
+            }
+            let p = self.page(id)?;
+            if p.kind() != Kind::Leaf {
+                return Err(corrupt(format!("page {id}: leaf chain reaches a non-leaf")));
+            }
+            let mut cells = Vec::new();
+            let mut done = false;
+            let idx: Vec<usize> = if reverse {
+                (0..p.len()).rev().collect()
+            } else {
+                (0..p.len()).collect()
+            };
+            for i in idx {
+                let k = p.key(i);
+                let (inside, past) = if reverse {
+                    (in_hi(k), !in_lo(k))
+                } else {
+                    (in_lo(k), !in_hi(k))
+                };
+                if past {
+                    done = true;
+                    break;
+                }
+                if inside {
+                    cells.push((k.to_vec(), p.val(i).to_vec()));
+                }
+            }
+            let next = if reverse { p.prev() } else { p.next() };
+            for (k, c) in cells {
+                if out.len() >= limit {
+                    break;
+                }
+                let v = self.load_value(&c)?;
+                out.push((k, v));
+            }
+            if done {
+                break;
+            }
+            id = next;
+        }
+        Ok(out)
+    }
+}
+
+/// Index of the first cell of the right half: about half the bytes each side.
+fn split_point(cells: &[(Vec<u8>, Vec<u8>)]) -> usize {
+    let total: usize = cells
+        .iter()
+        .map(|(k, v)| Page::cell_size(k.len(), v.len()))
+        .sum();
+    let mut acc = 0;
+    for (i, (k, v)) in cells.iter().enumerate() {
+        acc += Page::cell_size(k.len(), v.len());
+        if acc * 2 >= total {
+            return (i + 1).clamp(1, cells.len() - 1);
+        }
+    }
+    cells.len() - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_limit_leaves_room_for_splits() {
+        assert_eq!(max_key(4096), MAX_KEY);
+        assert!(max_key(1024) < 300);
+    }
+}

@@ -1,0 +1,316 @@
+//! Buffer pool: resident pages, their dirty state and in-memory page logs.
+//!
+//! Pages a running write batch modifies are pinned: they stay resident (the
+//! pool may grow past its capacity meanwhile) until the batch's log record
+//! is written, so no page store ever sees a change that is not logged.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::io::Disk;
+use crate::page::{Op, Page, PageId};
+use crate::policy::{FrameInfo, FrameView, Policy};
+use crate::store::PageStore;
+
+/// A resident page.
+#[derive(Clone)]
+pub(crate) struct Frame {
+    pub page: Page,
+    /// Differs from the page store's copy.
+    pub dirty: bool,
+    /// Must be written whole (new page, unloggable change or full log).
+    pub bomb: bool,
+    /// Encoded in-page log records since the page was last written.
+    pub log: Vec<u8>,
+    pub records: u16,
+    /// Modified by the running batch.
+    pub pinned: bool,
+}
+
+impl Frame {
+    /// The page store wrote the page.
+    pub fn clean(&mut self) {
+        self.dirty = false;
+        self.bomb = false;
+        self.log.clear();
+        self.records = 0;
+    }
+}
+
+/// Buffer counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub dirty_evictions: u64,
+    pub clean_evictions: u64,
+    /// Dirty pages written along with a victim of the same erase unit.
+    pub group_writes: u64,
+}
+
+pub(crate) struct BufferPool {
+    frames: HashMap<PageId, Frame>,
+    capacity: usize,
+    policy: Box<dyn Policy>,
+    pub stats: BufferStats,
+    /// State of each page before the running batch first changed it
+    /// (`None`: the batch created it), to roll the batch back.
+    undo: HashMap<PageId, Option<Frame>>,
+}
+
+struct View<'a> {
+    frames: &'a HashMap<PageId, Frame>,
+    store: &'a dyn PageStore,
+}
+
+impl FrameView for View<'_> {
+    fn info(&self, page: PageId) -> Option<FrameInfo> {
+        self.frames.get(&page).map(|f| FrameInfo {
+            page,
+            dirty: f.dirty,
+            unit: self.store.unit_of(page),
+        })
+    }
+    fn evictable(&self, page: PageId) -> bool {
+        self.frames.get(&page).is_some_and(|f| !f.pinned)
+    }
+    fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
+        let mut v: Vec<PageId> = self
+            .frames
+            .iter()
+            .filter(|(&p, f)| f.dirty && !f.pinned && self.store.unit_of(p) == unit)
+            .map(|(&p, _)| p)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+impl BufferPool {
+    pub fn new(capacity: usize, policy: Box<dyn Policy>) -> BufferPool {
+        BufferPool {
+            frames: HashMap::new(),
+            capacity: capacity.max(1),
+            policy,
+            stats: BufferStats::default(),
+            undo: HashMap::new(),
+        }
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    pub fn resident(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The frame of `id`, read from the store on a miss.
+    pub fn get(
+        &mut self,
+        store: &mut dyn PageStore,
+        disk: &mut Disk,
+        id: PageId,
+    ) -> Result<&mut Frame> {
+        if self.frames.contains_key(&id) {
+            self.stats.hits += 1;
+            self.policy.access(id);
+        } else {
+            self.stats.misses += 1;
+            self.make_room(store, disk)?;
+            let page = store.read(disk, id)?;
+            self.insert(id, page, false);
+        }
+        Ok(self.frames.get_mut(&id).expect("resident"))
+    }
+
+    /// Remembers the page's state before the running batch changes it.
+    fn save(&mut self, id: PageId) {
+        if !self.undo.contains_key(&id) {
+            let before = self.frames.get(&id).cloned();
+            self.undo.insert(id, before);
+        }
+    }
+
+    fn insert(&mut self, id: PageId, page: Page, dirty: bool) {
+        let f = Frame {
+            page,
+            dirty,
+            bomb: dirty,
+            log: Vec::new(),
+            records: 0,
+            pinned: dirty,
+        };
+        if self.frames.insert(id, f).is_some() {
+            self.policy.access(id);
+        } else {
+            self.policy.admit(id);
+        }
+    }
+
+    /// A page the running batch created or rewrote whole.
+    pub fn put_whole(
+        &mut self,
+        store: &mut dyn PageStore,
+        disk: &mut Disk,
+        page: Page,
+    ) -> Result<()> {
+        let id = page.id();
+        if !self.frames.contains_key(&id) {
+            self.make_room(store, disk)?;
+        }
+        self.save(id);
+        self.insert(id, page, true);
+        Ok(())
+    }
+
+    /// A page recovered from the write-ahead log: dirty, written whole, not pinned.
+    pub fn install(&mut self, page: Page) {
+        let id = page.id();
+        self.insert(id, page, true);
+        if let Some(f) = self.frames.get_mut(&id) {
+            f.pinned = false;
+        }
+    }
+
+    /// Applies a change to a resident page and records it in the page's log.
+    pub fn apply(&mut self, id: PageId, op: Op, log_cap: usize) -> Result<()> {
+        self.save(id);
+        let f = self.frames.get_mut(&id).expect("page is resident");
+        f.page.apply(&op)?;
+        f.dirty = true;
+        f.pinned = true;
+        if !f.bomb {
+            if log_cap == 0 || f.log.len() + op.encoded_len() > log_cap {
+                // Seed 001 §5.2.3: a full log turns the page into a "bomb".
+                f.bomb = true;
+                f.log.clear();
+                f.records = 0;
+            } else {
+                op.encode(&mut f.log);
+                f.records += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Images of the pages the running batch modified.
+    pub fn pinned(&self) -> Vec<&Page> {
+        let mut v: Vec<&Page> = self
+            .frames
+            .values()
+            .filter(|f| f.pinned)
+            .map(|f| &f.page)
+            .collect();
+        v.sort_unstable_by_key(|p| p.id());
+        v
+    }
+
+    /// The batch is logged: its pages may be evicted; shrink to capacity.
+    pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        self.undo.clear();
+        for f in self.frames.values_mut() {
+            f.pinned = false;
+        }
+        while self.frames.len() > self.capacity {
+            if !self.evict(store, disk)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes every change of the running batch.
+    pub fn rollback(&mut self) {
+        for (id, before) in self.undo.drain() {
+            match before {
+                Some(f) => {
+                    self.frames.insert(id, f);
+                }
+                None => {
+                    self.frames.remove(&id);
+                    self.policy.forget(id);
+                }
+            }
+        }
+    }
+
+    fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        while self.frames.len() >= self.capacity {
+            if !self.evict(store, disk)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Evicts one page; false when every resident page is pinned.
+    fn evict(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<bool> {
+        let view = View {
+            frames: &self.frames,
+            store: &*store,
+        };
+        let Some(victim) = self.policy.victim(&view) else {
+            return Ok(false);
+        };
+        let f = &self.frames[&victim];
+        if f.dirty {
+            let unit = store.unit_of(victim);
+            let mut group = if store.needs_merge(disk, victim, f) {
+                // The whole unit is rewritten anyway: take every dirty page of it along.
+                view.dirty_in_unit(unit)
+            } else {
+                let info = FrameInfo {
+                    page: victim,
+                    dirty: true,
+                    unit,
+                };
+                let mut g = self.policy.write_group(info, &view);
+                g.retain(|p| {
+                    view.evictable(*p) && view.info(*p).is_some_and(|i| i.dirty && i.unit == unit)
+                });
+                g.push(victim);
+                g
+            };
+            group.sort_unstable();
+            group.dedup();
+            self.write(store, disk, &group)?;
+            self.stats.dirty_evictions += 1;
+            self.stats.group_writes += group.len() as u64 - 1;
+        } else {
+            self.stats.clean_evictions += 1;
+        }
+        self.frames.remove(&victim);
+        self.policy.forget(victim);
+        Ok(true)
+    }
+
+    fn write(&mut self, store: &mut dyn PageStore, disk: &mut Disk, ids: &[PageId]) -> Result<()> {
+        disk.barrier()?;
+        let mut taken: Vec<(PageId, Frame)> = ids
+            .iter()
+            .map(|id| (*id, self.frames.remove(id).expect("resident")))
+            .collect();
+        let r = store.write(disk, &mut taken);
+        for (id, f) in taken {
+            self.frames.insert(id, f);
+        }
+        r
+    }
+
+    /// Writes every dirty page, unit by unit; pages stay resident.
+    pub fn flush_all(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        let mut units: Vec<(u64, PageId)> = self
+            .frames
+            .iter()
+            .filter(|(_, f)| f.dirty)
+            .map(|(&p, _)| (store.unit_of(p), p))
+            .collect();
+        units.sort_unstable();
+        for chunk in units.chunk_by(|a, b| a.0 == b.0) {
+            let ids: Vec<PageId> = chunk.iter().map(|&(_, p)| p).collect();
+            self.write(store, disk, &ids)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,645 @@
+//! The database: open/recover, the public API, commits and checkpoints.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::{Mutex, MutexGuard};
+
+use flashkv_device::{BlockDevice, DeviceStats};
+
+use crate::btree::{self, Meta, Tree};
+use crate::buffer::{BufferPool, BufferStats};
+use crate::error::{corrupt, Error, Result};
+use crate::io::{Disk, RegionStats};
+use crate::options::{Options, StoreKind, LOG_SECTOR};
+use crate::page::{Page, PageId};
+use crate::store::{InPlace, Ipl, PageStore, StoreStats, SWITCH_RECORD};
+use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
+use crate::wal::Wal;
+
+/// Write-ahead log record kind of a committed batch.
+const BATCH_RECORD: u8 = 1;
+/// Default bytes of the device a store uses.
+const DEFAULT_MAX: u64 = 1 << 30;
+/// Erase-unit size assumed for in-place stores on devices without one.
+const EMULATED_UNIT: u64 = 128 << 10;
+
+/// A change in a [`WriteBatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOp {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+}
+
+/// Changes applied atomically by [`Db::write`]: after a crash either all of
+/// them are visible or none is.
+///
+/// ```
+/// # use flashkv_engine::{Db, Options, WriteBatch};
+/// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+/// let mut b = WriteBatch::default();
+/// b.put(b"a", b"1").put(b"b", b"2").delete(b"c");
+/// db.write(b).unwrap();
+/// assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteBatch {
+    pub ops: Vec<BatchOp>,
+}
+
+impl WriteBatch {
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
+        self.ops.push(BatchOp::Put(key.to_vec(), value.to_vec()));
+        self
+    }
+    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
+        self.ops.push(BatchOp::Delete(key.to_vec()));
+        self
+    }
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// Counters since the store was opened.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    pub store_kind: &'static str,
+    pub policy: &'static str,
+    pub buffer: BufferStats,
+    pub resident_pages: usize,
+    /// Page-store counters (pages, log sectors, merges, erases).
+    pub store: StoreStats,
+    /// Device operations on the page store's region: what seed 001 counts.
+    pub data_io: RegionStats,
+    /// Device operations of the write-ahead log.
+    pub wal_io: RegionStats,
+    /// Device operations of checkpoints (superblocks).
+    pub meta_io: RegionStats,
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub device_flushes: u64,
+    /// The device's own counters (all regions).
+    pub device: DeviceStats,
+}
+
+struct Core {
+    disk: Disk,
+    store: Box<dyn PageStore>,
+    pool: BufferPool,
+    meta: Meta,
+    layout: Layout,
+    ckpt_seq: u64,
+    /// Next log sequence number when the log is off (kept for checkpoints).
+    wal_seq: u64,
+    sync: bool,
+    poisoned: bool,
+    commits: u64,
+    checkpoints: u64,
+}
+
+/// An embedded, ordered key-value store on a [`BlockDevice`].
+///
+/// All methods take `&self`; a `Db` can be shared between threads (an
+/// internal mutex serialises operations, so readers and a writer interleave
+/// safely).
+///
+/// ```
+/// use flashkv_engine::{Db, Options, StoreKind, IplGeometry};
+/// let dev = flashkv_device::presets::open("dram-ssd").unwrap();
+/// let opts = Options::default().store(StoreKind::InPageLogging(IplGeometry::seed()));
+/// let db = Db::open(Box::new(dev), opts).unwrap();
+/// db.put(b"hello", b"world").unwrap();
+/// db.flush().unwrap(); // durable
+/// assert_eq!(db.get(b"hello").unwrap(), Some(b"world".to_vec()));
+/// let all = db.scan(..).unwrap();
+/// assert_eq!(all, vec![(b"hello".to_vec(), b"world".to_vec())]);
+/// ```
+pub struct Db {
+    core: Mutex<Core>,
+}
+
+fn round_up(n: u64, to: u64) -> u64 {
+    n.div_ceil(to) * to
+}
+
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Db {
+    /// Opens the store on `device`, creating it when the device holds none,
+    /// and recovers committed writes from the write-ahead log.
+    pub fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
+        Ok(Db {
+            core: Mutex::new(Core::open(device, opts)?),
+        })
+    }
+
+    /// Opens (or creates) a store in the file at `path`.
+    pub fn open_path(path: impl AsRef<std::path::Path>, opts: Options) -> Result<Db> {
+        let dev = crate::file::open(path.as_ref(), opts.max_size.unwrap_or(DEFAULT_MAX))?;
+        Self::open(dev, opts)
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Core>> {
+        let c = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        if c.poisoned {
+            return Err(Error::Poisoned);
+        }
+        Ok(c)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut c = self.lock()?;
+        btree::check_key(key, c.store.page_size())?;
+        c.read(|t| t.get(key))
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    /// Removes `key`; returns whether it was there.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let mut c = self.lock()?;
+        btree::check_key(key, c.store.page_size())?;
+        let mut existed = false;
+        c.write_with(1, |t| {
+            existed = t.delete(key)?;
+            Ok(())
+        })?;
+        Ok(existed)
+    }
+
+    /// Replaces the value of an existing key; [`Error::NotFound`] if absent.
+    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut c = self.lock()?;
+        btree::check_key(key, c.store.page_size())?;
+        btree::check_value(value)?;
+        if c.read(|t| t.get(key))?.is_none() {
+            return Err(Error::NotFound);
+        }
+        c.write_with(value.len(), |t| t.put(key, value).map(drop))
+    }
+
+    /// Stores `value` under a new key (the seed's key manager): keys are
+    /// unique, persistent and increasing, encoded as 8 big-endian bytes so
+    /// they sort in numeric order. Returns the key's number.
+    pub fn insert_auto(&self, value: &[u8]) -> Result<u64> {
+        let mut c = self.lock()?;
+        btree::check_value(value)?;
+        let mut n = 0;
+        c.write_with(value.len(), |t| {
+            n = t.meta.next_auto;
+            t.meta.next_auto += 1;
+            t.put(&n.to_be_bytes(), value).map(drop)
+        })?;
+        Ok(n)
+    }
+
+    /// Applies `batch` atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        let mut c = self.lock()?;
+        let ps = c.store.page_size();
+        let mut bytes = 0;
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => {
+                    btree::check_key(k, ps)?;
+                    btree::check_value(v)?;
+                    bytes += v.len();
+                }
+                BatchOp::Delete(k) => btree::check_key(k, ps)?,
+            }
+        }
+        c.write_with(bytes + batch.ops.len(), |t| {
+            for op in &batch.ops {
+                match op {
+                    BatchOp::Put(k, v) => t.put(k, v).map(drop)?,
+                    BatchOp::Delete(k) => t.delete(k).map(drop)?,
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Pairs with keys in `range`, in ascending key order.
+    pub fn scan<R: RangeBounds<[u8]>>(&self, range: R) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.scan_dir(range, false, usize::MAX)
+    }
+
+    /// Pairs with keys in `range`, in descending key order.
+    pub fn scan_rev<R: RangeBounds<[u8]>>(&self, range: R) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.scan_dir(range, true, usize::MAX)
+    }
+
+    /// At most `limit` pairs with keys in `range`, descending if `reverse`.
+    pub fn scan_dir<R: RangeBounds<[u8]>>(
+        &self,
+        range: R,
+        reverse: bool,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let (lo, hi) = (owned(range.start_bound()), owned(range.end_bound()));
+        let mut c = self.lock()?;
+        c.read(|t| t.scan(as_ref(&lo), as_ref(&hi), reverse, limit))
+    }
+
+    /// Makes every write so far durable.
+    pub fn flush(&self) -> Result<()> {
+        let mut c = self.lock()?;
+        c.guard(|c| {
+            if c.disk.journal.is_some() {
+                c.disk.flush()
+            } else {
+                c.checkpoint()
+            }
+        })
+    }
+
+    /// Writes every dirty page to the page store, records a checkpoint and
+    /// empties the write-ahead log.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.lock()?.guard(Core::checkpoint)
+    }
+
+    /// Checkpoints and returns the device.
+    pub fn close(self) -> Result<Box<dyn BlockDevice>> {
+        self.checkpoint()?;
+        Ok(self.into_device())
+    }
+
+    /// Returns the device as it is, without writing anything (for crash tests).
+    pub fn into_device(self) -> Box<dyn BlockDevice> {
+        let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());
+        c.disk.dev
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> Stats {
+        let c = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        Stats {
+            store_kind: c.store.kind().name(),
+            policy: c.pool.policy_name(),
+            buffer: c.pool.stats,
+            resident_pages: c.pool.resident(),
+            store: c.store.stats(),
+            data_io: c.disk.data,
+            wal_io: c.disk.wal,
+            meta_io: c.disk.meta,
+            commits: c.commits,
+            checkpoints: c.checkpoints,
+            device_flushes: c.disk.flushes,
+            device: c.disk.dev.stats(),
+        }
+    }
+
+    /// The page store the store uses.
+    pub fn store_kind(&self) -> StoreKind {
+        self.core
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .store
+            .kind()
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Seals a copy of `p` (checksum) into `out`.
+fn push_image(out: &mut Vec<u8>, p: &Page) {
+    let at = out.len();
+    out.extend_from_slice(p.bytes());
+    let c = crc32c::crc32c(&out[at + 4..]);
+    out[at..at + 4].copy_from_slice(&c.to_le_bytes());
+}
+
+fn encode_meta(m: &Meta, out: &mut Vec<u8>) {
+    for v in [m.root, m.next_page, m.next_auto] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+impl Core {
+    fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Core> {
+        if opts.buffer_pages == 0 {
+            return Err(Error::Options("buffer_pages must be at least 1".into()));
+        }
+        let mut disk = Disk::new(device);
+        let geo = disk.geo;
+        let sector = u64::from(geo.sector_size);
+        let align = geo.erase_unit.unwrap_or(sector);
+        let slot_len = round_up(SLOT_BYTES, align);
+        let ckpt = match Checkpoint::read_latest(&mut disk, slot_len)? {
+            Some(c) => {
+                if let Some(k) = opts.store.filter(|k| *k != c.store) {
+                    return Err(Error::StoreMismatch {
+                        stored: c.store.name(),
+                        requested: k.name(),
+                    });
+                }
+                c
+            }
+            None => Self::plan(&opts, &disk, slot_len)?,
+        };
+        let created = ckpt.seq == 0;
+        let l = ckpt.layout;
+        if l.data_start + l.data_len > geo.capacity || l.wal_start + l.wal_len > l.data_start {
+            return Err(corrupt("checkpoint layout exceeds the device"));
+        }
+        let mut store: Box<dyn PageStore> = match ckpt.store {
+            StoreKind::InPlace => {
+                let ps = u64::from(ckpt.page_size);
+                if ps < 512 || ps > 65536 || ps % sector != 0 {
+                    return Err(Error::Options(format!(
+                        "page size {ps} must be 512..=65536 and a multiple of the {sector}-byte sector"
+                    )));
+                }
+                let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
+                Box::new(InPlace::new(l.data_start, l.data_len, ps as usize, unit))
+            }
+            StoreKind::InPageLogging(g) => {
+                Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
+            }
+        };
+        let mut wal = Wal::new(l.wal_start, l.wal_len, sector, ckpt.wal_seq);
+        let records = if created {
+            Vec::new()
+        } else {
+            wal.recover(&mut disk)?
+        };
+        let tail_dirty = wal.tail_dirty(&disk);
+        let policy = (opts.policy)(opts.buffer_pages);
+        let mut core = Core {
+            pool: BufferPool::new(opts.buffer_pages, policy),
+            meta: Meta {
+                root: ckpt.root,
+                next_page: ckpt.next_page,
+                next_auto: ckpt.next_auto,
+            },
+            layout: l,
+            ckpt_seq: ckpt.seq,
+            wal_seq: ckpt.wal_seq,
+            sync: opts.sync,
+            poisoned: false,
+            commits: 0,
+            checkpoints: 0,
+            store: Box::new(InPlace::new(0, 0, 512, 512)),
+            disk,
+        };
+        std::mem::swap(&mut core.store, &mut store);
+        let replayed = !records.is_empty();
+        for (kind, payload) in records {
+            core.replay(kind, &payload)?;
+        }
+        core.wal_seq = wal.next_seq;
+        if opts.wal {
+            core.disk.journal = Some(wal);
+        }
+        if created {
+            core.guard(|c| {
+                c.tree().create()?;
+                c.checkpoint()?;
+                c.pool.unpin(&mut *c.store, &mut c.disk)
+            })?;
+        } else if replayed || tail_dirty {
+            // Replayed pages go to the page store now, and the log starts over
+            // (a torn tail cannot be appended to on a program-once device).
+            core.guard(Core::checkpoint)?;
+            core.pool.unpin(&mut *core.store, &mut core.disk)?;
+        }
+        Ok(core)
+    }
+
+    /// The layout and first checkpoint of a new store.
+    fn plan(opts: &Options, disk: &Disk, slot_len: u64) -> Result<Checkpoint> {
+        let geo = disk.geo;
+        let sector = u64::from(geo.sector_size);
+        let align = geo.erase_unit.unwrap_or(sector);
+        let kind = opts.store.unwrap_or(StoreKind::InPlace);
+        let page_size = match kind {
+            StoreKind::InPlace => opts.page_size,
+            StoreKind::InPageLogging(g) => {
+                if u64::from(LOG_SECTOR) % sector != 0 {
+                    return Err(Error::Options(format!(
+                        "in-page logging needs sectors of at most {LOG_SECTOR} bytes; the device has {sector}"
+                    )));
+                }
+                if let Some(eu) = geo.erase_unit {
+                    if eu != g.unit_size() {
+                        return Err(Error::Options(format!(
+                            "in-page logging unit of {} bytes does not match the device's {eu}-byte erase unit",
+                            g.unit_size()
+                        )));
+                    }
+                }
+                g.page_size
+            }
+        };
+        if u64::from(page_size) % sector != 0 || !(512..=65536).contains(&page_size) {
+            return Err(Error::Options(format!(
+                "page size {page_size} must be 512..=65536 and a multiple of the {sector}-byte sector"
+            )));
+        }
+        if let (StoreKind::InPlace, Some(eu)) = (kind, geo.erase_unit) {
+            if eu % u64::from(page_size) != 0 {
+                return Err(Error::Options(format!(
+                    "page size {page_size} does not divide the {eu}-byte erase unit"
+                )));
+            }
+        }
+        let wal_start = 2 * slot_len;
+        let wal_len = round_up(opts.wal_size.max(64 << 10), align);
+        let data_start = wal_start + wal_len;
+        let end = opts.max_size.unwrap_or(DEFAULT_MAX).min(geo.capacity);
+        let end = end - end % align;
+        if end <= data_start {
+            return Err(Error::Options(format!(
+                "device of {} bytes is too small (need more than {data_start})",
+                geo.capacity
+            )));
+        }
+        Ok(Checkpoint {
+            seq: 0,
+            store: kind,
+            page_size,
+            layout: Layout {
+                slot_len,
+                wal_start,
+                wal_len,
+                data_start,
+                data_len: end - data_start,
+            },
+            root: 0,
+            next_page: 0,
+            next_auto: 0,
+            wal_seq: 1,
+            store_state: Vec::new(),
+        })
+    }
+
+    fn replay(&mut self, kind: u8, b: &[u8]) -> Result<()> {
+        match kind {
+            BATCH_RECORD => {
+                let ps = self.store.page_size();
+                if b.len() < 28 {
+                    return Err(corrupt("log record truncated"));
+                }
+                let r = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+                self.meta = Meta {
+                    root: r(0),
+                    next_page: r(8),
+                    next_auto: r(16),
+                };
+                let n = u32::from_le_bytes(b[24..28].try_into().unwrap()) as usize;
+                if b.len() != 28 + n * ps {
+                    return Err(corrupt("log record length mismatch"));
+                }
+                for img in b[28..].chunks(ps) {
+                    let id: PageId = u64::from_le_bytes(img[16..24].try_into().unwrap());
+                    self.pool.install(Page::from_bytes(img.into(), id)?);
+                }
+                Ok(())
+            }
+            SWITCH_RECORD => self.store.replay_switch(b),
+            _ => Err(corrupt("unknown log record kind")),
+        }
+    }
+
+    fn tree(&mut self) -> Tree<'_> {
+        Tree {
+            pool: &mut self.pool,
+            store: &mut *self.store,
+            disk: &mut self.disk,
+            meta: &mut self.meta,
+        }
+    }
+
+    /// Runs `f`; a device or corruption error leaves memory and device out
+    /// of step, so later calls fail until the store is reopened (recovery).
+    fn guard<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T>) -> Result<T> {
+        let r = f(self);
+        if let Err(Error::Device(_) | Error::Io(_) | Error::Corrupt(_)) = &r {
+            self.poisoned = true;
+        }
+        r
+    }
+
+    fn read<T>(&mut self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {
+        self.guard(|c| {
+            let r = f(&mut c.tree());
+            // A read never pins; this only brings the pool back to size.
+            c.pool.unpin(&mut *c.store, &mut c.disk)?;
+            r
+        })
+    }
+
+    /// Applies a batch with `f`, logs it and commits. `hint` is about the
+    /// bytes it writes, to make room in the log beforehand.
+    fn write_with(
+        &mut self,
+        hint: usize,
+        mut f: impl FnMut(&mut Tree<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.guard(|c| {
+            if let Some(w) = &c.disk.journal {
+                let want = 2 * hint as u64 + w.capacity() / 4;
+                if w.remaining() < want {
+                    c.checkpoint()?;
+                }
+            }
+            for attempt in 0..2 {
+                let before = c.meta;
+                if let Err(e) = f(&mut c.tree()) {
+                    c.pool.rollback();
+                    c.meta = before;
+                    return Err(e);
+                }
+                match c.log_batch() {
+                    Err(Error::Full(_)) if attempt == 0 => {
+                        // The log filled up: undo, checkpoint, and run the batch again.
+                        c.pool.rollback();
+                        c.meta = before;
+                        c.checkpoint()?;
+                    }
+                    Err(e) => {
+                        c.pool.rollback();
+                        c.meta = before;
+                        return Err(e);
+                    }
+                    Ok(()) => {
+                        c.commits += 1;
+                        return c.pool.unpin(&mut *c.store, &mut c.disk);
+                    }
+                }
+            }
+            unreachable!("second attempt returns")
+        })
+    }
+
+    /// Appends the running batch's pages to the log (durably if `sync`).
+    fn log_batch(&mut self) -> Result<()> {
+        let Some(mut wal) = self.disk.journal.take() else {
+            return Ok(());
+        };
+        let pages = self.pool.pinned();
+        let ps = self.store.page_size();
+        let mut payload = Vec::with_capacity(28 + pages.len() * ps);
+        encode_meta(&self.meta, &mut payload);
+        payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+        for p in pages {
+            push_image(&mut payload, p);
+        }
+        let r = wal.append(&mut self.disk, BATCH_RECORD, &payload);
+        self.wal_seq = wal.next_seq;
+        self.disk.journal = Some(wal);
+        r?;
+        if self.sync {
+            self.disk.flush()?;
+        }
+        Ok(())
+    }
+
+    fn checkpoint(&mut self) -> Result<()> {
+        self.pool.flush_all(&mut *self.store, &mut self.disk)?;
+        if let Some(w) = &self.disk.journal {
+            self.wal_seq = w.next_seq;
+        }
+        let mut state = Vec::new();
+        self.store.encode_state(&mut state);
+        let c = Checkpoint {
+            seq: self.ckpt_seq + 1,
+            store: self.store.kind(),
+            page_size: self.store.page_size() as u32,
+            layout: self.layout,
+            root: self.meta.root,
+            next_page: self.meta.next_page,
+            next_auto: self.meta.next_auto,
+            wal_seq: self.wal_seq,
+            store_state: state,
+        };
+        c.write(&mut self.disk)?;
+        self.ckpt_seq += 1;
+        self.checkpoints += 1;
+        if let Some(w) = &mut self.disk.journal {
+            w.reset();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,155 @@
+//! The device as the engine sees it: I/O counted per region, so page-store
+//! traffic can be reported apart from the write-ahead log and checkpoints.
+
+use flashkv_device::{BlockDevice, DeviceError, Geometry};
+
+use crate::error::Result;
+use crate::wal::Wal;
+
+/// Where on the device an operation went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    /// Superblocks / checkpoints.
+    Meta,
+    /// Write-ahead log.
+    Wal,
+    /// Pages and in-page logs (the page store).
+    Data,
+}
+
+/// Host operations on one region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegionStats {
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub erases: u64,
+    /// Read-erase-rewrites of a whole erase unit (in-place updates on raw NAND).
+    pub unit_rewrites: u64,
+}
+
+pub(crate) struct Disk {
+    pub dev: Box<dyn BlockDevice>,
+    pub geo: Geometry,
+    pub meta: RegionStats,
+    pub wal: RegionStats,
+    pub data: RegionStats,
+    pub flushes: u64,
+    /// WAL records written since the last device flush: pages must not reach
+    /// the page store before the log describing them is durable.
+    pub unsynced: bool,
+    /// The write-ahead log, where page stores record what must survive a
+    /// crash before they destroy older data (erase-unit map switches).
+    pub journal: Option<Wal>,
+}
+
+impl Disk {
+    pub fn new(dev: Box<dyn BlockDevice>) -> Disk {
+        let geo = dev.geometry();
+        Disk {
+            dev,
+            geo,
+            meta: RegionStats::default(),
+            wal: RegionStats::default(),
+            data: RegionStats::default(),
+            flushes: 0,
+            unsynced: false,
+            journal: None,
+        }
+    }
+
+    fn region(&mut self, r: Region) -> &mut RegionStats {
+        match r {
+            Region::Meta => &mut self.meta,
+            Region::Wal => &mut self.wal,
+            Region::Data => &mut self.data,
+        }
+    }
+
+    pub fn read(&mut self, r: Region, off: u64, buf: &mut [u8]) -> Result<()> {
+        self.dev.read(off, buf)?;
+        let s = self.region(r);
+        s.reads += 1;
+        s.read_bytes += buf.len() as u64;
+        Ok(())
+    }
+
+    pub fn write(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
+        self.dev.write(off, buf)?;
+        let s = self.region(r);
+        s.writes += 1;
+        s.write_bytes += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Rewrites `buf` at `off` where the sectors are already programmed on a
+    /// program-once device: read the unit, erase it, write it back.
+    pub fn rewrite_in_place(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
+        let before = self.dev.stats();
+        flashkv_device::update_in_place(&mut *self.dev, off, buf)?;
+        let after = self.dev.stats();
+        let s = self.region(r);
+        s.reads += after.host_reads - before.host_reads;
+        s.writes += after.host_writes - before.host_writes;
+        s.read_bytes += after.host_read_bytes - before.host_read_bytes;
+        s.write_bytes += after.host_write_bytes - before.host_write_bytes;
+        s.erases += after.block_erases - before.block_erases;
+        s.unit_rewrites += 1;
+        Ok(())
+    }
+
+    /// Erases the erase unit holding `[off, off+len)` on devices that have
+    /// them; elsewhere tells the device the range is free (trim), ignoring
+    /// devices that cannot trim. Counted as one erase either way.
+    pub fn erase(&mut self, r: Region, off: u64, len: u64) -> Result<()> {
+        match self.geo.erase_unit {
+            Some(eu) => {
+                let mut u = off / eu;
+                while u * eu < off + len {
+                    self.dev.erase(u)?;
+                    u += 1;
+                }
+            }
+            None => match self.dev.trim(off, len) {
+                Ok(_) | Err(DeviceError::Unsupported(_)) => {}
+                Err(e) => return Err(e.into()),
+            },
+        }
+        self.region(r).erases += 1;
+        Ok(())
+    }
+
+    /// True where the device is program-once and some sector of the range
+    /// was written since its unit's last erase.
+    pub fn programmed(&self, off: u64, len: u64) -> bool {
+        self.geo.program_once && self.dev.is_programmed(off, len)
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.dev.flush()?;
+        self.flushes += 1;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Appends a record to the write-ahead log and makes it durable; a no-op
+    /// without a log (non-durable mode).
+    pub fn journal(&mut self, kind: u8, payload: &[u8]) -> Result<()> {
+        let Some(mut wal) = self.journal.take() else {
+            return Ok(());
+        };
+        let r = wal.append(self, kind, payload);
+        self.journal = Some(wal);
+        r?;
+        self.flush()
+    }
+
+    /// Makes the log durable before a page goes to the page store.
+    pub fn barrier(&mut self) -> Result<()> {
+        if self.unsynced {
+            self.flush()?;
+        }
+        Ok(())
+    }
+}

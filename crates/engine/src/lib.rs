@@ -1,0 +1,68 @@
+//! flashkv's embedded key-value engine.
+//!
+//! Layers, top to bottom (seed 001, chapters 4–5, grown into an engine):
+//!
+//! * [`Db`]: `get` / `put` / `delete` / `update` / `insert_auto` / ordered
+//!   `scan` both ways / atomic [`WriteBatch`] / `flush`.
+//! * A B+-tree whose nodes are slotted pages (module `btree`, `page`).
+//! * A buffer pool with a pluggable replacement [`Policy`] ([`Lru`] now).
+//! * A page store chosen in [`Options`]: [`StoreKind::InPlace`] or
+//!   [`StoreKind::InPageLogging`] (erase units of data pages + log sectors,
+//!   "bomb" pages, out-of-place merges).
+//! * A write-ahead log and double-buffered checkpoints for durability.
+//!
+//! # Durability
+//!
+//! A batch is one checksummed, sequence-numbered log record holding the
+//! images of the pages it changed and the tree's root / page counter / key
+//! counter. It is written before any of those pages may reach the page store,
+//! and it is durable once the device is flushed ([`Db::flush`], or every
+//! write with [`Options::sync`]). Recovery reads the newest valid checkpoint,
+//! replays the log records after it (stopping at the first torn or missing
+//! one) and checkpoints. Page stores only ever overwrite pages whose newer
+//! image is in the log, and the in-page-logging store logs each erase-unit
+//! map switch (and flushes) before erasing the old unit. With
+//! [`Options::wal`] off nothing is durable before [`Db::flush`] and a crash
+//! may leave the store unreadable: that mode exists to count page-store I/O
+//! alone, as seed 001 did.
+//!
+//! # Device layout
+//!
+//! `[checkpoint slot A][checkpoint slot B][write-ahead log][page store]`,
+//! each region aligned to the erase unit. Device I/O is counted per region
+//! ([`Stats::data_io`], [`Stats::wal_io`], [`Stats::meta_io`]).
+//!
+//! ```
+//! use flashkv_engine::{Db, Options};
+//! let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+//! let k = db.insert_auto(b"first").unwrap();
+//! db.put(b"x", b"1").unwrap();
+//! db.update(b"x", b"2").unwrap();
+//! assert!(db.update(b"missing", b"v").is_err());
+//! assert_eq!(db.get(&k.to_be_bytes()).unwrap(), Some(b"first".to_vec()));
+//! assert_eq!(db.scan_rev(..).unwrap()[0].0, b"x".to_vec());
+//! ```
+
+mod btree;
+mod buffer;
+mod db;
+mod error;
+mod file;
+mod io;
+mod options;
+mod page;
+mod policy;
+mod store;
+mod superblock;
+mod wal;
+
+pub use btree::{MAX_KEY, MAX_VALUE};
+pub use buffer::BufferStats;
+pub use db::{BatchOp, Db, Stats, WriteBatch};
+pub use error::{Error, Result};
+pub use io::RegionStats;
+pub use options::{IplGeometry, Options, PolicyFactory, StoreKind, LOG_SECTOR};
+pub use page::PageId;
+pub use policy::{FrameInfo, FrameView, Lru, Policy};
+pub use store::StoreStats;
+pub use superblock::FORMAT_VERSION;

@@ -1,0 +1,476 @@
+//! In-page logging (seed 001 §4–5, after Lee & Moon, SIGMOD 2007).
+//!
+//! The region is cut into erase units of `pages_per_unit` data pages followed
+//! by `log_sectors` 512-byte log sectors. Logical unit `l` holds pages
+//! `l*ppu .. (l+1)*ppu`; an erase-unit map gives the physical unit it lives
+//! in now. Evicting a page whose flash copy plus its new log records is
+//! current writes one log sector; reading a page applies its log sectors in
+//! order; a page that must be written whole ("bomb") or has no free log
+//! sector left makes the unit merge out of place (Algorithm 1): every page is
+//! merged with its log and written to a fresh unit, the map switches (logged
+//! in the write-ahead log and made durable first), then the old unit is erased.
+//!
+//! Log sector: crc32c of bytes 4.., version, kind, record count, unit
+//! generation, page slot, record bytes, records ([`Op`] encoding). A sector
+//! whose generation is not its unit's belongs to an earlier use of the unit.
+
+use std::collections::BTreeSet;
+
+use super::{PageStore, StoreStats};
+use crate::buffer::Frame;
+use crate::error::{corrupt, Error, Result};
+use crate::io::{Disk, Region};
+use crate::options::{IplGeometry, StoreKind, LOG_SECTOR};
+use crate::page::{Op, Page, PageId};
+
+const LOG_VERSION: u8 = 1;
+const LOG_KIND: u8 = 0xA5;
+const LOG_HDR: usize = 20;
+/// Write-ahead log record kind of an erase-unit map switch.
+pub(crate) const SWITCH_RECORD: u8 = 2;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Unit {
+    phys: u64,
+    gen: u64,
+    /// Bit `s`: page slot `s` holds a page.
+    written: u64,
+    /// Per log sector: 0 free, else 1 + the slot of the page it logs.
+    owners: Vec<u8>,
+}
+
+pub(crate) struct Ipl {
+    g: IplGeometry,
+    ps: usize,
+    ppu: u64,
+    start: u64,
+    unit_size: u64,
+    phys_units: u64,
+    map: Vec<Option<Unit>>,
+    free: BTreeSet<u64>,
+    next_gen: u64,
+    stats: StoreStats,
+}
+
+fn rd64(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+impl Ipl {
+    /// A store over `[start, start+len)`, restoring `state` from a checkpoint
+    /// (empty for a new store).
+    pub fn new(g: IplGeometry, start: u64, len: u64, state: &[u8]) -> Result<Ipl> {
+        if g.pages_per_unit == 0 || g.pages_per_unit > 64 || g.log_sectors > 255 {
+            return Err(Error::Options(
+                "in-page logging: 1..=64 pages and at most 255 log sectors per unit".into(),
+            ));
+        }
+        if let Some(k) = g.sectors_per_page {
+            if k == 0 || k * g.pages_per_unit > g.log_sectors {
+                return Err(Error::Options(
+                    "in-page logging: not enough log sectors for every page".into(),
+                ));
+            }
+        }
+        let unit_size = g.unit_size();
+        let mut s = Ipl {
+            g,
+            ps: g.page_size as usize,
+            ppu: u64::from(g.pages_per_unit),
+            start,
+            unit_size,
+            phys_units: len / unit_size,
+            map: Vec::new(),
+            free: BTreeSet::new(),
+            next_gen: 1,
+            stats: StoreStats::default(),
+        };
+        if s.phys_units < 2 {
+            return Err(Error::Options(
+                "in-page logging: region smaller than two erase units".into(),
+            ));
+        }
+        s.decode_state(state)?;
+        Ok(s)
+    }
+
+    fn decode_state(&mut self, b: &[u8]) -> Result<()> {
+        let nlog = self.g.log_sectors as usize;
+        let bad = || corrupt("in-page logging state malformed");
+        if b.is_empty() {
+            self.free = (0..self.phys_units).collect();
+            return Ok(());
+        }
+        if b.len() < 16 {
+            return Err(bad());
+        }
+        self.next_gen = rd64(b, 0);
+        let n = rd64(b, 8);
+        let mut pos = 16;
+        let mut used = BTreeSet::new();
+        for _ in 0..n {
+            let present = *b.get(pos).ok_or_else(bad)?;
+            pos += 1;
+            if present == 0 {
+                self.map.push(None);
+                continue;
+            }
+            if b.len() < pos + 24 + nlog {
+                return Err(bad());
+            }
+            let u = Unit {
+                phys: rd64(b, pos),
+                gen: rd64(b, pos + 8),
+                written: rd64(b, pos + 16),
+                owners: b[pos + 24..pos + 24 + nlog].to_vec(),
+            };
+            pos += 24 + nlog;
+            if u.phys >= self.phys_units
+                || !used.insert(u.phys)
+                || u.owners.iter().any(|&o| u64::from(o) > self.ppu)
+            {
+                return Err(bad());
+            }
+            self.map.push(Some(u));
+        }
+        if pos != b.len() || self.map.len() as u64 > self.phys_units {
+            return Err(bad());
+        }
+        self.free = (0..self.phys_units).filter(|p| !used.contains(p)).collect();
+        Ok(())
+    }
+
+    fn replay_switch_record(&mut self, b: &[u8]) -> Result<()> {
+        if b.len() != 32 {
+            return Err(corrupt("map switch record malformed"));
+        }
+        let (l, phys, gen, written) = (rd64(b, 0), rd64(b, 8), rd64(b, 16), rd64(b, 24));
+        if l >= self.phys_units || phys >= self.phys_units {
+            return Err(corrupt("map switch record out of range"));
+        }
+        if self.map.len() <= l as usize {
+            self.map.resize(l as usize + 1, None);
+        }
+        let unit = Unit {
+            phys,
+            gen,
+            written,
+            owners: vec![0; self.g.log_sectors as usize],
+        };
+        if let Some(old) = self.map[l as usize].replace(unit) {
+            self.free.insert(old.phys);
+        }
+        self.free.remove(&phys);
+        self.next_gen = self.next_gen.max(gen + 1);
+        Ok(())
+    }
+
+    fn unit_off(&self, phys: u64) -> u64 {
+        self.start + phys * self.unit_size
+    }
+    fn page_off(&self, phys: u64, slot: u64) -> u64 {
+        self.unit_off(phys) + slot * self.ps as u64
+    }
+    fn log_off(&self, phys: u64, sector: usize) -> u64 {
+        self.unit_off(phys) + self.ppu * self.ps as u64 + sector as u64 * u64::from(LOG_SECTOR)
+    }
+    fn split(&self, id: PageId) -> (usize, u64) {
+        ((id / self.ppu) as usize, id % self.ppu)
+    }
+    fn unit(&self, l: usize) -> Option<&Unit> {
+        self.map.get(l).and_then(Option::as_ref)
+    }
+
+    /// Log sectors page `slot` may use, in order.
+    fn sectors_of(&self, slot: u64) -> std::ops::Range<usize> {
+        match self.g.sectors_per_page {
+            Some(k) => (slot as usize * k as usize)..((slot as usize + 1) * k as usize),
+            None => 0..self.g.log_sectors as usize,
+        }
+    }
+
+    fn free_sector(&self, disk: &Disk, u: &Unit, slot: u64) -> Option<usize> {
+        self.sectors_of(slot).find(|&i| {
+            u.owners[i] == 0 && !disk.programmed(self.log_off(u.phys, i), u64::from(LOG_SECTOR))
+        })
+    }
+
+    /// Reads page `slot` of `u` and applies its log sectors.
+    fn read_merged(&mut self, disk: &mut Disk, u: &Unit, id: PageId, slot: u64) -> Result<Page> {
+        if u.written & (1 << slot) == 0 {
+            return Err(corrupt(format!("page {id} was never written")));
+        }
+        let mut buf = vec![0u8; self.ps].into_boxed_slice();
+        disk.read(Region::Data, self.page_off(u.phys, slot), &mut buf)?;
+        self.stats.page_reads += 1;
+        let mut page = Page::from_bytes(buf, id)?;
+        if page.gen() != u.gen {
+            return Err(corrupt(format!(
+                "page {id}: stale copy from an earlier use of its unit"
+            )));
+        }
+        for i in 0..u.owners.len() {
+            if u.owners[i] as u64 != slot + 1 {
+                continue;
+            }
+            let mut sec = vec![0u8; LOG_SECTOR as usize];
+            disk.read(Region::Data, self.log_off(u.phys, i), &mut sec)?;
+            self.stats.log_reads += 1;
+            let ops = parse_log_sector(&sec, u.gen, slot)?;
+            for op in &ops {
+                page.apply(op)?;
+            }
+            self.stats.records_applied += ops.len() as u64;
+        }
+        Ok(page)
+    }
+
+    fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
+        let phys = self
+            .free
+            .pop_first()
+            .ok_or(Error::Full("no free erase unit"))?;
+        let off = self.unit_off(phys);
+        if disk.programmed(off, self.unit_size) {
+            // Left over from a merge a crash interrupted.
+            disk.erase(Region::Data, off, self.unit_size)?;
+            self.stats.erases += 1;
+        }
+        Ok(phys)
+    }
+
+    fn write_page(
+        &mut self,
+        disk: &mut Disk,
+        phys: u64,
+        gen: u64,
+        slot: u64,
+        page: &mut Page,
+    ) -> Result<()> {
+        page.set_gen(gen);
+        let off = self.page_off(phys, slot);
+        disk.write(Region::Data, off, page.seal())?;
+        self.stats.page_writes += 1;
+        Ok(())
+    }
+
+    /// Algorithm 1: writes every page of logical unit `l`, merged with its
+    /// log (or taken from `frames`), to a fresh unit, then retires the old one.
+    fn merge(&mut self, disk: &mut Disk, l: usize, frames: &mut [(PageId, Frame)]) -> Result<()> {
+        let old = self.unit(l).cloned().expect("merge of a mapped unit");
+        let phys = self.alloc(disk)?;
+        let gen = self.next_gen;
+        self.next_gen += 1;
+        let mut written = 0u64;
+        for slot in 0..self.ppu {
+            let id = l as u64 * self.ppu + slot;
+            if let Some((_, f)) = frames.iter_mut().find(|(p, _)| *p == id) {
+                self.write_page(disk, phys, gen, slot, &mut f.page)?;
+            } else if old.written & (1 << slot) != 0 {
+                let mut p = self.read_merged(disk, &old, id, slot)?;
+                self.write_page(disk, phys, gen, slot, &mut p)?;
+            } else {
+                continue;
+            }
+            written |= 1 << slot;
+        }
+        self.map[l] = Some(Unit {
+            phys,
+            gen,
+            written,
+            owners: vec![0; self.g.log_sectors as usize],
+        });
+        let mut rec = Vec::with_capacity(32);
+        for v in [l as u64, phys, gen, written] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        // The old unit may be erased only once the switch survives a crash.
+        disk.journal(SWITCH_RECORD, &rec)?;
+        disk.erase(Region::Data, self.unit_off(old.phys), self.unit_size)?;
+        self.free.insert(old.phys);
+        self.stats.merges += 1;
+        self.stats.erases += 1;
+        for (_, f) in frames.iter_mut() {
+            f.clean();
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a log sector of page `slot` in a unit of generation `gen`.
+pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64) -> Result<Vec<Op>> {
+    if sec.len() < LOG_HDR {
+        return Err(corrupt("log sector truncated"));
+    }
+    if u32::from_le_bytes(sec[0..4].try_into().unwrap()) != crc32c::crc32c(&sec[4..]) {
+        return Err(corrupt("log sector checksum mismatch"));
+    }
+    if sec[5] != LOG_KIND {
+        return Err(corrupt("not a log sector"));
+    }
+    if sec[4] != LOG_VERSION {
+        return Err(Error::Version {
+            what: "log sector",
+            found: sec[4],
+            expected: LOG_VERSION,
+        });
+    }
+    let n = u16::from_le_bytes([sec[6], sec[7]]) as usize;
+    let len = u16::from_le_bytes([sec[18], sec[19]]) as usize;
+    if rd64(sec, 8) != gen || u64::from(u16::from_le_bytes([sec[16], sec[17]])) != slot {
+        return Err(corrupt("log sector belongs to another page"));
+    }
+    if LOG_HDR + len > sec.len() {
+        return Err(corrupt("log sector length out of range"));
+    }
+    Op::decode_all(&sec[LOG_HDR..LOG_HDR + len], n)
+}
+
+fn build_log_sector(gen: u64, slot: u64, f: &Frame) -> Vec<u8> {
+    let mut sec = vec![0u8; LOG_SECTOR as usize];
+    sec[4] = LOG_VERSION;
+    sec[5] = LOG_KIND;
+    sec[6..8].copy_from_slice(&f.records.to_le_bytes());
+    sec[8..16].copy_from_slice(&gen.to_le_bytes());
+    sec[16..18].copy_from_slice(&(slot as u16).to_le_bytes());
+    sec[18..20].copy_from_slice(&(f.log.len() as u16).to_le_bytes());
+    sec[LOG_HDR..LOG_HDR + f.log.len()].copy_from_slice(&f.log);
+    let c = crc32c::crc32c(&sec[4..]);
+    sec[0..4].copy_from_slice(&c.to_le_bytes());
+    sec
+}
+
+impl PageStore for Ipl {
+    fn kind(&self) -> StoreKind {
+        StoreKind::InPageLogging(self.g)
+    }
+    fn page_size(&self) -> usize {
+        self.ps
+    }
+    fn max_pages(&self) -> u64 {
+        // One unit stays free for merges.
+        (self.phys_units - 1) * self.ppu
+    }
+    fn unit_of(&self, id: PageId) -> u64 {
+        id / self.ppu
+    }
+    fn log_capacity(&self) -> usize {
+        LOG_SECTOR as usize - LOG_HDR
+    }
+
+    fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
+        let (l, slot) = self.split(id);
+        let u = self
+            .unit(l)
+            .cloned()
+            .ok_or_else(|| corrupt(format!("page {id}: its erase unit was never written")))?;
+        self.read_merged(disk, &u, id, slot)
+    }
+
+    fn needs_merge(&self, disk: &Disk, id: PageId, f: &Frame) -> bool {
+        let (l, slot) = self.split(id);
+        let Some(u) = self.unit(l) else {
+            return false;
+        };
+        if u.written & (1 << slot) == 0 {
+            return disk.programmed(self.page_off(u.phys, slot), self.ps as u64);
+        }
+        f.bomb || f.log.is_empty() || self.free_sector(disk, u, slot).is_none()
+    }
+
+    fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
+        let Some(&(first, _)) = frames.first() else {
+            return Ok(());
+        };
+        let (l, _) = self.split(first);
+        if frames.iter().any(|(id, f)| self.needs_merge(disk, *id, f)) {
+            return self.merge(disk, l, frames);
+        }
+        if self.unit(l).is_none() {
+            let phys = self.alloc(disk)?;
+            if self.map.len() <= l {
+                self.map.resize(l + 1, None);
+            }
+            self.map[l] = Some(Unit {
+                phys,
+                gen: self.next_gen,
+                written: 0,
+                owners: vec![0; self.g.log_sectors as usize],
+            });
+            self.next_gen += 1;
+        }
+        for (id, f) in frames.iter_mut() {
+            let slot = *id % self.ppu;
+            let u = self.unit(l).cloned().expect("mapped");
+            if u.written & (1 << slot) == 0 {
+                self.write_page(disk, u.phys, u.gen, slot, &mut f.page)?;
+                self.map[l].as_mut().expect("mapped").written |= 1 << slot;
+            } else {
+                let i = self
+                    .free_sector(disk, &u, slot)
+                    .expect("checked by needs_merge");
+                disk.write(
+                    Region::Data,
+                    self.log_off(u.phys, i),
+                    &build_log_sector(u.gen, slot, f),
+                )?;
+                self.stats.log_writes += 1;
+                self.map[l].as_mut().expect("mapped").owners[i] = slot as u8 + 1;
+            }
+            f.clean();
+        }
+        Ok(())
+    }
+
+    fn encode_state(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.next_gen.to_le_bytes());
+        out.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
+        for u in &self.map {
+            match u {
+                None => out.push(0),
+                Some(u) => {
+                    out.push(1);
+                    for v in [u.phys, u.gen, u.written] {
+                        out.extend_from_slice(&v.to_le_bytes());
+                    }
+                    out.extend_from_slice(&u.owners);
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> StoreStats {
+        self.stats
+    }
+
+    fn replay_switch(&mut self, b: &[u8]) -> Result<()> {
+        self.replay_switch_record(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn log_sector_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600), fix in any::<bool>()) {
+            let mut b = bytes;
+            if fix && b.len() >= LOG_HDR {
+                b[4] = LOG_VERSION;
+                b[5] = LOG_KIND;
+                b[8..16].copy_from_slice(&9u64.to_le_bytes());
+                b[16..18].copy_from_slice(&1u16.to_le_bytes());
+                let c = crc32c::crc32c(&b[4..]);
+                b[0..4].copy_from_slice(&c.to_le_bytes());
+            }
+            let _ = parse_log_sector(&b, 9, 1);
+        }
+
+        #[test]
+        fn state_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Ipl::new(IplGeometry::seed(), 0, 64 * IplGeometry::seed().unit_size(), &bytes);
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! Page stores: how pages reach the device.
+
+mod inplace;
+mod ipl;
+
+pub(crate) use inplace::InPlace;
+pub(crate) use ipl::{Ipl, SWITCH_RECORD};
+
+use crate::buffer::Frame;
+use crate::error::Result;
+use crate::io::Disk;
+use crate::options::StoreKind;
+use crate::page::{Page, PageId};
+
+/// Page-store counters (device operations are counted per region in [`crate::io::RegionStats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Data pages read.
+    pub page_reads: u64,
+    /// Data pages written whole.
+    pub page_writes: u64,
+    /// In-page log sectors read while reading pages.
+    pub log_reads: u64,
+    /// In-page log sectors written on eviction.
+    pub log_writes: u64,
+    /// Log records applied to pages read from flash.
+    pub records_applied: u64,
+    /// Erase-unit merges (in-page logging, seed Algorithm 1).
+    pub merges: u64,
+    /// Erase units erased (or trimmed where the device has no erase units).
+    pub erases: u64,
+    /// Read-erase-rewrites of an erase unit by in-place updates on raw NAND.
+    pub unit_rewrites: u64,
+}
+
+/// A page store: reads and writes pages of one size in its region of the device.
+pub(crate) trait PageStore: Send {
+    fn kind(&self) -> StoreKind;
+    fn page_size(&self) -> usize;
+    /// Pages the region can hold.
+    fn max_pages(&self) -> u64;
+    /// Erase unit of a page (for policies grouping writes by unit).
+    fn unit_of(&self, id: PageId) -> u64;
+    /// Bytes of log records one in-page log write holds; 0: the store does not log.
+    fn log_capacity(&self) -> usize;
+    fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;
+    /// Whether writing this frame would rewrite its whole erase unit.
+    fn needs_merge(&self, disk: &Disk, id: PageId, frame: &Frame) -> bool;
+    /// Writes dirty frames, all of one erase unit, and marks them clean.
+    fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()>;
+    /// State to persist in a checkpoint.
+    fn encode_state(&self, out: &mut Vec<u8>);
+    fn stats(&self) -> StoreStats;
+    /// Replays an erase-unit map switch logged by [`Self::write`].
+    fn replay_switch(&mut self, b: &[u8]) -> Result<()> {
+        let _ = b;
+        Err(crate::error::corrupt(
+            "map switch record for a store without a map",
+        ))
+    }
+}

@@ -1,0 +1,232 @@
+//! Checkpoints: two copies ("slots") at the start of the device, written
+//! alternately, each with a checksum and a sequence number; opening picks
+//! the newest valid one, so a torn checkpoint write leaves the previous one.
+//!
+//! Slot header (32 bytes): magic, format version, store kind, sequence
+//! number, payload length, crc32c over the header's first 28 bytes and the
+//! payload. The payload is [`Checkpoint::encode`].
+
+use crate::error::{corrupt, Error, Result};
+use crate::io::{Disk, Region};
+use crate::options::{IplGeometry, StoreKind};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
+pub const FORMAT_VERSION: u8 = 1;
+const HDR: usize = 32;
+/// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
+pub const SLOT_BYTES: u64 = 1 << 20;
+
+/// Where the regions of a store lie on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub slot_len: u64,
+    pub wal_start: u64,
+    pub wal_len: u64,
+    pub data_start: u64,
+    pub data_len: u64,
+}
+
+/// Everything a checkpoint records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Checkpoint {
+    pub seq: u64,
+    pub store: StoreKind,
+    pub page_size: u32,
+    pub layout: Layout,
+    pub root: u64,
+    pub next_page: u64,
+    pub next_auto: u64,
+    pub wal_seq: u64,
+    pub store_state: Vec<u8>,
+}
+
+struct Reader<'a>(&'a [u8]);
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        if self.0.len() < n {
+            return Err(corrupt("checkpoint truncated"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+}
+
+impl Checkpoint {
+    fn encode(&self) -> Vec<u8> {
+        let mut p = Vec::new();
+        let (ppu, nlog, spp) = match self.store {
+            StoreKind::InPlace => (0, 0, 0),
+            StoreKind::InPageLogging(g) => (
+                g.pages_per_unit,
+                g.log_sectors,
+                g.sectors_per_page.unwrap_or(0),
+            ),
+        };
+        for v in [self.page_size, ppu, nlog, spp] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        let l = &self.layout;
+        for v in [
+            l.slot_len,
+            l.wal_start,
+            l.wal_len,
+            l.data_start,
+            l.data_len,
+            self.root,
+            self.next_page,
+            self.next_auto,
+            self.wal_seq,
+        ] {
+            p.extend_from_slice(&v.to_le_bytes());
+        }
+        p.extend_from_slice(&self.store_state);
+        p
+    }
+
+    fn decode(kind: u8, seq: u64, b: &[u8]) -> Result<Checkpoint> {
+        let mut r = Reader(b);
+        let page_size = r.u32()?;
+        let (ppu, nlog, spp) = (r.u32()?, r.u32()?, r.u32()?);
+        let store = match kind {
+            1 => StoreKind::InPlace,
+            2 => StoreKind::InPageLogging(IplGeometry {
+                page_size,
+                pages_per_unit: ppu,
+                log_sectors: nlog,
+                sectors_per_page: (spp != 0).then_some(spp),
+            }),
+            _ => return Err(corrupt("checkpoint: unknown page store")),
+        };
+        let layout = Layout {
+            slot_len: r.u64()?,
+            wal_start: r.u64()?,
+            wal_len: r.u64()?,
+            data_start: r.u64()?,
+            data_len: r.u64()?,
+        };
+        let (root, next_page, next_auto, wal_seq) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        Ok(Checkpoint {
+            seq,
+            store,
+            page_size,
+            layout,
+            root,
+            next_page,
+            next_auto,
+            wal_seq,
+            store_state: r.0.to_vec(),
+        })
+    }
+
+    /// Writes this checkpoint into slot `seq % 2` and makes it durable.
+    pub fn write(&self, disk: &mut Disk) -> Result<()> {
+        let payload = self.encode();
+        let sector = u64::from(disk.geo.sector_size);
+        let total = ((HDR + payload.len()) as u64).div_ceil(sector) * sector;
+        if total > self.layout.slot_len {
+            return Err(Error::Full("checkpoint larger than its slot"));
+        }
+        let mut buf = vec![0u8; total as usize];
+        buf[0..8].copy_from_slice(&MAGIC.to_le_bytes());
+        buf[8] = FORMAT_VERSION;
+        buf[9] = match self.store {
+            StoreKind::InPlace => 1,
+            StoreKind::InPageLogging(_) => 2,
+        };
+        buf[16..24].copy_from_slice(&self.seq.to_le_bytes());
+        buf[24..28].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        buf[HDR..HDR + payload.len()].copy_from_slice(&payload);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..28]), &payload);
+        buf[28..32].copy_from_slice(&crc.to_le_bytes());
+        let off = (self.seq % 2) * self.layout.slot_len;
+        if let Some(eu) = disk.geo.erase_unit.filter(|_| disk.geo.program_once) {
+            let mut u = off;
+            while u < off + total {
+                if disk.programmed(u, eu) {
+                    disk.erase(Region::Meta, u, eu)?;
+                }
+                u += eu;
+            }
+        }
+        // Everything the checkpoint describes must be durable before it is.
+        disk.flush()?;
+        disk.write(Region::Meta, off, &buf)?;
+        disk.flush()
+    }
+
+    /// The newest valid checkpoint; `Ok(None)` on a device never written.
+    pub fn read_latest(disk: &mut Disk, slot_len: u64) -> Result<Option<Checkpoint>> {
+        let sector = u64::from(disk.geo.sector_size);
+        let mut best: Option<Checkpoint> = None;
+        let mut blank = true;
+        let mut first_err = None;
+        for slot in 0..2u64 {
+            let off = slot * slot_len;
+            if off + sector > disk.geo.capacity {
+                break;
+            }
+            let mut head = vec![0u8; sector as usize];
+            disk.read(Region::Meta, off, &mut head)?;
+            if head.iter().all(|&b| b == 0) {
+                continue;
+            }
+            blank = false;
+            match Self::parse(disk, off, slot_len, head) {
+                Ok(c) => {
+                    if best.as_ref().map_or(true, |b| c.seq > b.seq) {
+                        best = Some(c);
+                    }
+                }
+                Err(e) => first_err = first_err.or(Some(e)),
+            }
+        }
+        match (best, blank, first_err) {
+            (Some(c), _, _) => Ok(Some(c)),
+            (None, true, _) => Ok(None),
+            (None, false, Some(e @ Error::Version { .. })) => Err(e),
+            (None, false, _) => Err(Error::NotAStore),
+        }
+    }
+
+    fn parse(disk: &mut Disk, off: u64, slot_len: u64, head: Vec<u8>) -> Result<Checkpoint> {
+        if u64::from_le_bytes(head[0..8].try_into().unwrap()) != MAGIC {
+            return Err(Error::NotAStore);
+        }
+        if head[8] != FORMAT_VERSION {
+            return Err(Error::Version {
+                what: "superblock",
+                found: head[8],
+                expected: FORMAT_VERSION,
+            });
+        }
+        let seq = u64::from_le_bytes(head[16..24].try_into().unwrap());
+        let plen = u32::from_le_bytes(head[24..28].try_into().unwrap()) as usize;
+        let sector = head.len() as u64;
+        let total = ((HDR + plen) as u64).div_ceil(sector) * sector;
+        if total > slot_len || off + total > disk.geo.capacity {
+            return Err(corrupt("checkpoint length out of range"));
+        }
+        let mut buf = head;
+        buf.resize(total as usize, 0);
+        if total > sector {
+            disk.read(Region::Meta, off + sector, &mut buf[sector as usize..])?;
+        }
+        let payload = &buf[HDR..HDR + plen];
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..28]), payload);
+        if crc != u32::from_le_bytes(buf[28..32].try_into().unwrap()) {
+            return Err(corrupt("checkpoint checksum mismatch"));
+        }
+        let c = Self::decode(buf[9], seq, payload)?;
+        if c.layout.slot_len != slot_len {
+            return Err(corrupt("checkpoint slot size mismatch"));
+        }
+        Ok(c)
+    }
+}

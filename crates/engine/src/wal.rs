@@ -1,0 +1,144 @@
+//! Write-ahead log: a region of checksummed, sequence-numbered records.
+//!
+//! Every record starts on a sector boundary and is written once, so a torn
+//! or lost write can only damage records that were never acknowledged as
+//! durable. Recovery reads records in order from the start of the region
+//! and stops at the first one that is invalid or out of sequence; records
+//! from before the last checkpoint have older sequence numbers and are never
+//! replayed. On program-once devices an erase unit of the region is erased
+//! before the log first writes into it after a checkpoint.
+//!
+//! Record header (24 bytes): magic, version, kind, sequence number, payload
+//! length, crc32c over the header's first 20 bytes and the payload.
+
+use crate::error::{Error, Result};
+use crate::io::{Disk, Region};
+
+const MAGIC: u32 = 0x4C57_4B46; // "FKWL"
+const VERSION: u8 = 1;
+const HDR: usize = 24;
+
+pub(crate) struct Wal {
+    start: u64,
+    len: u64,
+    pos: u64,
+    /// Sequence number of the next record.
+    pub next_seq: u64,
+    sector: u64,
+    /// Bytes from `start` already erased (program-once devices) since the last reset.
+    clean_to: u64,
+}
+
+fn round_up(n: u64, to: u64) -> u64 {
+    n.div_ceil(to) * to
+}
+
+impl Wal {
+    pub fn new(start: u64, len: u64, sector: u64, next_seq: u64) -> Wal {
+        Wal {
+            start,
+            len,
+            pos: 0,
+            next_seq,
+            sector,
+            clean_to: 0,
+        }
+    }
+
+    /// Bytes a record with `payload` bytes takes.
+    pub fn record_len(&self, payload: usize) -> u64 {
+        round_up((HDR + payload) as u64, self.sector)
+    }
+
+    pub fn remaining(&self) -> u64 {
+        self.len - self.pos
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.len
+    }
+
+    /// Writes a record (not yet durable: the caller flushes the device to commit).
+    pub fn append(&mut self, disk: &mut Disk, kind: u8, payload: &[u8]) -> Result<()> {
+        let total = self.record_len(payload.len());
+        if self.pos + total > self.len {
+            return Err(Error::Full("write-ahead log"));
+        }
+        let mut buf = vec![0u8; total as usize];
+        buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        buf[4] = VERSION;
+        buf[5] = kind;
+        buf[8..16].copy_from_slice(&self.next_seq.to_le_bytes());
+        buf[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        buf[HDR..HDR + payload.len()].copy_from_slice(payload);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..20]), payload);
+        buf[20..24].copy_from_slice(&crc.to_le_bytes());
+        if let Some(eu) = disk.geo.erase_unit.filter(|_| disk.geo.program_once) {
+            while self.clean_to < self.pos + total {
+                let off = self.start + self.clean_to;
+                if disk.programmed(off, eu) {
+                    disk.erase(Region::Wal, off, eu)?;
+                }
+                self.clean_to += eu;
+            }
+        }
+        disk.write(Region::Wal, self.start + self.pos, &buf)?;
+        self.pos += total;
+        self.next_seq += 1;
+        disk.unsynced = true;
+        Ok(())
+    }
+
+    /// Reads the valid records from the start of the region, beginning with
+    /// sequence number `self.next_seq`, and positions the log after them.
+    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.pos = 0;
+        let mut head = vec![0u8; self.sector as usize];
+        while self.pos + self.sector <= self.len {
+            disk.read(Region::Wal, self.start + self.pos, &mut head)?;
+            let ok = u32::from_le_bytes(head[0..4].try_into().unwrap()) == MAGIC
+                && head[4] == VERSION
+                && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq;
+            if !ok {
+                break;
+            }
+            let plen = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
+            let total = self.record_len(plen);
+            if self.pos + total > self.len {
+                break;
+            }
+            let mut buf = vec![0u8; total as usize];
+            buf[..head.len()].copy_from_slice(&head);
+            if total > self.sector {
+                disk.read(
+                    Region::Wal,
+                    self.start + self.pos + self.sector,
+                    &mut buf[self.sector as usize..],
+                )?;
+            }
+            let payload = &buf[HDR..HDR + plen];
+            let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..20]), payload);
+            if crc != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
+                break;
+            }
+            out.push((buf[5], payload.to_vec()));
+            self.pos += total;
+            self.next_seq += 1;
+        }
+        self.clean_to = 0;
+        Ok(out)
+    }
+
+    /// True when the sector after the last valid record was written (a torn
+    /// record): on a program-once device the log must be reset before reuse.
+    pub fn tail_dirty(&self, disk: &Disk) -> bool {
+        self.pos < self.len && disk.programmed(self.start + self.pos, self.sector)
+    }
+
+    /// Starts over at the beginning of the region (after a checkpoint).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.clean_to = 0;
+    }
+}
