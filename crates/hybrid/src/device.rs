@@ -1,0 +1,605 @@
+//! [`HybridDevice`]: the block device and its read, write and trim paths.
+
+use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos};
+
+use crate::error::{HybridError, Result};
+use crate::layout::Layout;
+use crate::maps::{decode, encode, Maps};
+use crate::options::Options;
+use crate::record::{max_extents, Header, Kind};
+use crate::route::{HotReads, Route, Router};
+use crate::stats::{HybridStats, RecoveryReport};
+
+/// The circular log in the cache region, in log positions (sectors counted
+/// from the first append ever; the slot is `pos % cache_sectors`).
+///
+/// `free_tail ≤ dirty_tail ≤ head ≤ free_tail + cache_sectors`:
+/// `[free_tail, dirty_tail)` is the flushed (clean) zone, `[dirty_tail, head)`
+/// the cached (dirty) zone, the rest free. Records never straddle the end of
+/// the region: one that would is placed at the start of the next lap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Log {
+    pub free_tail: u64,
+    pub dirty_tail: u64,
+    pub head: u64,
+    /// Sequence number of the newest record (the next one's `prev_seq`).
+    pub last_seq: u64,
+    pub next_seq: u64,
+    pub format_id: u64,
+    pub sb_seq: u64,
+    /// `tail_prev_seq` of the durable superblock.
+    pub tail_prev_seq: u64,
+}
+
+/// HeteroDrive: an SSD used as a log-structured write cache and read cache in
+/// front of an HDD, seen as one block device with the HDD's capacity.
+///
+/// Small random writes are appended to the SSD's cache region; large or
+/// sequential writes go to the HDD; reads are served from wherever the newest
+/// copy lives; a flush worker writes dirty data back to the HDD in sector order
+/// when the device is idle (an operation issued later than the device's clock)
+/// or when the dirty part of the cache passes the high watermark.
+///
+/// Durability: after [`BlockDevice::flush_at`] completes, every write issued
+/// before it survives power loss; [`HybridDevice::open`] replays the log.
+pub struct HybridDevice {
+    pub(crate) ssd: Box<dyn BlockDevice>,
+    pub(crate) hdd: Box<dyn BlockDevice>,
+    pub(crate) layout: Layout,
+    pub(crate) opts: Options,
+    pub(crate) maps: Maps,
+    pub(crate) log: Log,
+    router: Router,
+    hot: HotReads,
+    clock: Nanos,
+    /// When background work (flushes, promotions) last keeps a device busy.
+    pub(crate) bg_until: Nanos,
+    host: DeviceStats,
+    pub(crate) st: HybridStats,
+    pub(crate) dirty_sectors: u64,
+    pub(crate) cached_sectors: u64,
+}
+
+/// Start, end and energy of several device operations making up one.
+struct Span {
+    start: Nanos,
+    end: Nanos,
+    energy_nj: u64,
+}
+
+impl Span {
+    fn new(at: Nanos) -> Self {
+        Span {
+            start: Nanos::MAX,
+            end: at,
+            energy_nj: 0,
+        }
+    }
+    fn add(&mut self, c: Completion) {
+        self.start = self.start.min(c.start);
+        self.end = self.end.max(c.end);
+        self.energy_nj += c.energy_nj;
+    }
+    fn done(self, at: Nanos) -> Completion {
+        Completion {
+            start: if self.start == Nanos::MAX {
+                at
+            } else {
+                self.start
+            },
+            end: self.end,
+            energy_nj: self.energy_nj,
+        }
+    }
+}
+
+impl HybridDevice {
+    pub(crate) fn assemble(
+        ssd: Box<dyn BlockDevice>,
+        hdd: Box<dyn BlockDevice>,
+        layout: Layout,
+        opts: Options,
+        log: Log,
+    ) -> Result<Self> {
+        opts.validate(layout.sector)?;
+        let slots = u32::try_from(layout.map_slots)
+            .map_err(|_| HybridError::Layout("mapping region too large".into()))?;
+        let tabs = crate::tablets::Tablets::new(layout.map_start, slots, opts.resident_tablets());
+        Ok(HybridDevice {
+            router: Router::new(opts.size_threshold, opts.seq_threshold),
+            hot: HotReads::new(opts.promote_after, opts.promote_table),
+            clock: ssd.clock().max(hdd.clock()),
+            bg_until: 0,
+            host: DeviceStats::default(),
+            st: HybridStats {
+                cache_bytes: layout.cache_sectors * layout.sector,
+                ..HybridStats::default()
+            },
+            dirty_sectors: 0,
+            cached_sectors: 0,
+            maps: Maps::new(tabs),
+            ssd,
+            hdd,
+            layout,
+            opts,
+            log,
+        })
+    }
+
+    /// The SSD and HDD underneath, for their own counters.
+    pub fn devices(&self) -> (&dyn BlockDevice, &dyn BlockDevice) {
+        (&*self.ssd, &*self.hdd)
+    }
+
+    /// Gives the two devices back as they are, without flushing anything: what
+    /// a power cut leaves behind (acknowledged writes are already durable).
+    pub fn into_devices(self) -> (Box<dyn BlockDevice>, Box<dyn BlockDevice>) {
+        (self.ssd, self.hdd)
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Counters specific to the hybrid.
+    pub fn hybrid_stats(&self) -> HybridStats {
+        let s = self.layout.sector;
+        let mut st = self.st.clone();
+        st.dirty_bytes = self.dirty_sectors * s;
+        st.cached_bytes = self.cached_sectors * s;
+        st.dirty_span_bytes = (self.log.head - self.log.dirty_tail) * s;
+        let read = st.read_hit_bytes + st.read_miss_bytes;
+        st.read_hit_ratio = if read == 0 {
+            0.0
+        } else {
+            st.read_hit_bytes as f64 / read as f64
+        };
+        st.flush_mb_per_s = if st.flush_ns == 0 {
+            0.0
+        } else {
+            st.flush_bytes as f64 * 1000.0 / st.flush_ns as f64
+        };
+        st.mapping_memory_bytes = self.maps.tabs.resident_bytes();
+        st.tablet_loads = self.maps.tabs.loads;
+        st.tablet_stores = self.maps.tabs.stores;
+        st
+    }
+
+    pub(crate) fn set_recovery(&mut self, r: RecoveryReport) {
+        self.st.recovery = Some(r);
+    }
+
+    /// Longest record the log takes, in data sectors.
+    fn max_record(&self) -> u64 {
+        (self.opts.max_flush_write / self.layout.sector).clamp(1, self.layout.cache_sectors / 8)
+    }
+
+    /// Writes every dirty sector back to the HDD, starting at `at`; returns
+    /// when it is durable there.
+    pub fn drain(&mut self, at: Nanos) -> flashkv_device::Result<Completion> {
+        let start = at.max(self.bg_until);
+        let end = self.flush_session(start, crate::flush::Goal::Drain)?;
+        self.bg_until = self.bg_until.max(end);
+        self.clock = self.clock.max(end);
+        Ok(Completion {
+            start,
+            end,
+            energy_nj: 0,
+        })
+    }
+
+    /// Runs the flush worker in the idle time before `at`.
+    fn idle_work(&mut self, at: Nanos) -> Result<()> {
+        let from = self.clock.max(self.bg_until) + self.opts.idle_threshold_ns;
+        if at > from && self.log.head > self.log.dirty_tail {
+            let end = self.flush_session(from, crate::flush::Goal::Idle { deadline: at })?;
+            self.bg_until = self.bg_until.max(end);
+            self.st.idle_flushes += 1;
+        }
+        Ok(())
+    }
+
+    /// Starts a background flush when the dirty span passes the high watermark.
+    fn pressure(&mut self, at: Nanos) -> Result<()> {
+        let c = self.layout.cache_sectors as f64;
+        let span = (self.log.head - self.log.dirty_tail) as f64;
+        if span >= self.opts.high_watermark * c {
+            let target = (self.opts.low_watermark * c) as u64;
+            let end =
+                self.flush_session(at.max(self.bg_until), crate::flush::Goal::Span(target))?;
+            self.bg_until = self.bg_until.max(end);
+            self.st.pressure_flushes += 1;
+        }
+        Ok(())
+    }
+
+    /// Drops the oldest record of the flushed zone.
+    fn reclaim_one(&mut self, t: &mut Nanos) -> Result<()> {
+        let c = self.layout.cache_sectors;
+        let pos = self.log.free_tail;
+        let (m, mut io) = mio!(self, *t);
+        match m.record_at(&mut io, pos % c)? {
+            Some(len) => {
+                for slot in pos % c + 1..pos % c + len {
+                    if let Some((home, _)) = decode(m.rev_get(&mut io, slot)?) {
+                        if decode(m.fwd_get(&mut io, home)?).map(|x| x.0) == Some(slot) {
+                            m.fwd_clear(&mut io, home)?;
+                            self.cached_sectors -= 1;
+                        }
+                        m.rev_clear(&mut io, slot)?;
+                    }
+                }
+                m.rev_clear(&mut io, pos % c)?;
+                self.log.free_tail = pos + len;
+            }
+            // The unused end of a lap.
+            None => self.log.free_tail = ((pos / c + 1) * c).min(self.log.dirty_tail),
+        }
+        *t = io.t;
+        Ok(())
+    }
+
+    /// Finds room for a record of `need` sectors, reclaiming clean space and,
+    /// when `may_flush` and the cache is all dirty, flushing (the caller waits).
+    /// Returns its log position, or `None` if there is no room without flushing.
+    fn reserve(&mut self, t: &mut Nanos, need: u64, may_flush: bool) -> Result<Option<u64>> {
+        let c = self.layout.cache_sectors;
+        loop {
+            let mut pos = self.log.head;
+            if pos % c + need > c {
+                pos = (pos / c + 1) * c;
+            }
+            if pos + need <= self.log.free_tail + c {
+                return Ok(Some(pos));
+            }
+            if self.log.free_tail < self.log.dirty_tail {
+                self.reclaim_one(t)?;
+                continue;
+            }
+            if !may_flush {
+                return Ok(None);
+            }
+            self.st.stalls += 1;
+            let target = ((self.opts.low_watermark * c as f64) as u64).min(c - 2 * need);
+            let before = self.log.dirty_tail;
+            let end =
+                self.flush_session((*t).max(self.bg_until), crate::flush::Goal::Span(target))?;
+            self.bg_until = self.bg_until.max(end);
+            *t = (*t).max(end);
+            if self.log.dirty_tail == before {
+                return Err(HybridError::Layout(
+                    "cache region too small for this write".into(),
+                ));
+            }
+        }
+    }
+
+    /// Appends a record. For data and promotion records `data` holds
+    /// `extents[0].1` sectors for home sector `extents[0].0`, which get mapped
+    /// (dirty for data). Returns `None` if a promotion found no room.
+    fn append(
+        &mut self,
+        t: &mut Nanos,
+        kind: Kind,
+        extents: Vec<(u64, u64)>,
+        data: &[u8],
+    ) -> Result<Option<Completion>> {
+        let s = self.layout.sector;
+        let c = self.layout.cache_sectors;
+        let k = data.len() as u64 / s;
+        let Some(pos) = self.reserve(t, k + 1, kind != Kind::Promote)? else {
+            return Ok(None);
+        };
+        let idx = pos % c;
+        let dirty = kind == Kind::Data;
+        let (m, mut io) = mio!(self, *t);
+        if k > 0 {
+            let home0 = extents[0].0;
+            for i in 0..k {
+                let (home, slot) = (home0 + i, idx + 1 + i);
+                if let Some((old, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
+                    m.rev_clear(&mut io, old)?;
+                    self.cached_sectors -= 1;
+                    self.dirty_sectors -= u64::from(was_dirty);
+                }
+                m.fwd_set(&mut io, home, encode(slot, dirty))?;
+                m.rev_set(&mut io, slot, encode(home, dirty))?;
+                self.cached_sectors += 1;
+                self.dirty_sectors += u64::from(dirty);
+            }
+        }
+        m.set_record(&mut io, idx, k + 1)?;
+        *t = io.t;
+        let header = Header {
+            kind,
+            format_id: self.log.format_id,
+            seq: self.log.next_seq,
+            prev_seq: self.log.last_seq,
+            data_sectors: k,
+            data_crc: crc32c::crc32c(data),
+            extents,
+        };
+        self.log.last_seq = self.log.next_seq;
+        self.log.next_seq += 1;
+        self.log.head = pos + k + 1;
+        let mut buf = header.encode(s);
+        buf.extend_from_slice(data);
+        Ok(Some(self.ssd.write_at(
+            *t,
+            self.layout.cache_offset(idx),
+            &buf,
+        )?))
+    }
+
+    /// Appends host data for `home`, split into records the log takes.
+    fn append_data(
+        &mut self,
+        t: &mut Nanos,
+        home: u64,
+        data: &[u8],
+        span: &mut Span,
+    ) -> Result<()> {
+        let s = self.layout.sector;
+        let per = (self.max_record() * s) as usize;
+        for (i, chunk) in data.chunks(per).enumerate() {
+            let h = home + (i * per) as u64 / s;
+            let k = chunk.len() as u64 / s;
+            if let Some(c) = self.append(t, Kind::Data, vec![(h, k)], chunk)? {
+                span.add(c);
+            }
+        }
+        self.st.ssd_write_requests += 1;
+        self.st.ssd_write_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    /// Whether `home` has a dirty cached copy; a clean one is dropped, since
+    /// the caller is about to write the sector on the HDD.
+    fn dirty_or_drop(&mut self, t: &mut Nanos, home: u64) -> Result<bool> {
+        let (m, mut io) = mio!(self, *t);
+        let r = match decode(m.fwd_get(&mut io, home)?) {
+            Some((_, true)) => true,
+            Some((slot, false)) => {
+                m.fwd_clear(&mut io, home)?;
+                m.rev_clear(&mut io, slot)?;
+                self.cached_sectors -= 1;
+                false
+            }
+            None => false,
+        };
+        *t = io.t;
+        Ok(r)
+    }
+
+    fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
+        let len = buf.len() as u64;
+        self.geometry().check(offset, len)?;
+        if len == 0 {
+            return Ok(Span::new(at).done(at));
+        }
+        self.idle_work(at)?;
+        let s = self.layout.sector;
+        let (v, n) = (offset / s, len / s);
+        let mut t = at;
+        let mut span = Span::new(at);
+        match self.router.route(offset, len) {
+            Route::Ssd => self.append_data(&mut t, v, buf, &mut span)?,
+            Route::Hdd => {
+                // Sectors with a dirty cached copy stay in the cache, so the
+                // newest copy of a sector is only ever in one place and
+                // recovery never replays stale data over newer HDD data.
+                let mut i = 0;
+                while i < n {
+                    let dirty = self.dirty_or_drop(&mut t, v + i)?;
+                    let mut j = i + 1;
+                    while j < n && self.dirty_or_drop(&mut t, v + j)? == dirty {
+                        j += 1;
+                    }
+                    let piece = &buf[(i * s) as usize..(j * s) as usize];
+                    if dirty {
+                        self.append_data(&mut t, v + i, piece, &mut span)?;
+                    } else {
+                        span.add(self.hdd.write_at(t, (v + i) * s, piece)?);
+                        self.st.hdd_write_requests += 1;
+                        self.st.hdd_write_bytes += piece.len() as u64;
+                    }
+                    i = j;
+                }
+            }
+        }
+        self.host.host_writes += 1;
+        self.host.host_write_bytes += len;
+        let c = span.done(at);
+        self.clock = self.clock.max(c.end);
+        self.pressure(at)?;
+        Ok(c)
+    }
+
+    fn read_inner(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
+        let len = buf.len() as u64;
+        self.geometry().check(offset, len)?;
+        if len == 0 {
+            return Ok(Span::new(at).done(at));
+        }
+        self.idle_work(at)?;
+        let s = self.layout.sector;
+        let (v, n) = (offset / s, len / s);
+        let mut t = at;
+        // Runs of sectors: (first sector index, count, cache slot or None for the HDD).
+        let mut runs: Vec<(u64, u64, Option<u64>)> = Vec::new();
+        {
+            let (m, mut io) = mio!(self, t);
+            for i in 0..n {
+                let slot = decode(m.fwd_get(&mut io, v + i)?).map(|x| x.0);
+                let extends = match (runs.last(), slot) {
+                    (Some(&(_, _, None)), None) => true,
+                    (Some(&(_, cnt, Some(first))), Some(x)) => x == first + cnt,
+                    _ => false,
+                };
+                match runs.last_mut() {
+                    Some(run) if extends => run.1 += 1,
+                    _ => runs.push((i, 1, slot)),
+                }
+            }
+            t = io.t;
+        }
+        let mut span = Span::new(at);
+        for &(i, cnt, slot) in &runs {
+            let part = &mut buf[(i * s) as usize..((i + cnt) * s) as usize];
+            match slot {
+                Some(slot) => {
+                    span.add(self.ssd.read_at(t, self.layout.cache_offset(slot), part)?);
+                    self.st.read_hit_bytes += cnt * s;
+                }
+                None => {
+                    span.add(self.hdd.read_at(t, (v + i) * s, part)?);
+                    self.st.read_miss_bytes += cnt * s;
+                }
+            }
+        }
+        self.st.read_requests += 1;
+        self.host.host_reads += 1;
+        self.host.host_read_bytes += len;
+        let c = span.done(at);
+        self.clock = self.clock.max(c.end);
+        if self.opts.promote && self.hot.note(offset, len, len < self.opts.size_threshold) {
+            // Copy in the background, after the host has its data.
+            let mut pt = c.end.max(self.bg_until);
+            for &(i, cnt, slot) in &runs {
+                if slot.is_some() || cnt > self.max_record() {
+                    continue;
+                }
+                let part = &buf[(i * s) as usize..((i + cnt) * s) as usize];
+                if let Some(pc) = self.append(&mut pt, Kind::Promote, vec![(v + i, cnt)], part)? {
+                    self.bg_until = self.bg_until.max(pc.end);
+                    self.st.promotions += 1;
+                    self.st.promoted_bytes += cnt * s;
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    fn trim_inner(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
+        self.geometry().check(offset, len)?;
+        self.idle_work(at)?;
+        let s = self.layout.sector;
+        let (v, n) = (offset / s, len / s);
+        let mut t = at;
+        let mut dirty: Vec<(u64, u64)> = Vec::new();
+        {
+            let (m, mut io) = mio!(self, t);
+            for home in v..v + n {
+                if let Some((slot, d)) = decode(m.fwd_get(&mut io, home)?) {
+                    m.fwd_clear(&mut io, home)?;
+                    m.rev_clear(&mut io, slot)?;
+                    self.cached_sectors -= 1;
+                    if d {
+                        self.dirty_sectors -= 1;
+                        match dirty.last_mut() {
+                            Some((h, k)) if *h + *k == home => *k += 1,
+                            _ => dirty.push((home, 1)),
+                        }
+                    }
+                }
+            }
+            t = io.t;
+        }
+        let mut span = Span::new(at);
+        let c = self.hdd.trim_at(t, offset, len)?;
+        span.add(c);
+        if !dirty.is_empty() {
+            // The trim record may only become durable after the HDD trim, or
+            // recovery would expose HDD data older than the dropped copies.
+            let f = self.hdd.flush_at(c.end)?;
+            span.add(f);
+            let mut tt = f.end;
+            for chunk in dirty.chunks(max_extents(s)) {
+                if let Some(c) = self.append(&mut tt, Kind::Trim, chunk.to_vec(), &[])? {
+                    span.add(c);
+                }
+            }
+        }
+        self.host.trims += 1;
+        let c = span.done(at);
+        self.clock = self.clock.max(c.end);
+        Ok(c)
+    }
+}
+
+impl BlockDevice for HybridDevice {
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            sector_size: self.layout.sector as u32,
+            erase_unit: None,
+            capacity: self.layout.capacity,
+            program_once: false,
+        }
+    }
+
+    fn read_at(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> flashkv_device::Result<Completion> {
+        Ok(self.read_inner(at, offset, buf)?)
+    }
+
+    fn write_at(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        buf: &[u8],
+    ) -> flashkv_device::Result<Completion> {
+        Ok(self.write_inner(at, offset, buf)?)
+    }
+
+    /// Both devices flush in parallel; the log already holds everything needed
+    /// to rebuild the mapping.
+    fn flush_at(&mut self, at: Nanos) -> flashkv_device::Result<Completion> {
+        self.idle_work(at)?;
+        let mut span = Span::new(at);
+        span.add(self.ssd.flush_at(at)?);
+        span.add(self.hdd.flush_at(at)?);
+        self.host.flushes += 1;
+        let c = span.done(at);
+        self.clock = self.clock.max(c.end);
+        Ok(c)
+    }
+
+    fn trim_at(&mut self, at: Nanos, offset: u64, len: u64) -> flashkv_device::Result<Completion> {
+        Ok(self.trim_inner(at, offset, len)?)
+    }
+
+    fn clock(&self) -> Nanos {
+        self.clock
+    }
+
+    /// Host counters of the hybrid; device-internal counters, busy time and
+    /// energy summed over the SSD and HDD.
+    fn stats(&self) -> DeviceStats {
+        let (a, b) = (self.ssd.stats(), self.hdd.stats());
+        DeviceStats {
+            nand_page_reads: a.nand_page_reads + b.nand_page_reads,
+            nand_page_programs: a.nand_page_programs + b.nand_page_programs,
+            block_erases: a.block_erases + b.block_erases,
+            gc_page_moves: a.gc_page_moves + b.gc_page_moves,
+            nand_program_bytes: a.nand_program_bytes + b.nand_program_bytes,
+            busy_ns: a.busy_ns + b.busy_ns,
+            energy_nj: a.energy_nj + b.energy_nj,
+            erase_counts: a.erase_counts,
+            ..self.host.clone()
+        }
+    }
+
+    fn busy_until(&self) -> Nanos {
+        self.clock
+            .max(self.ssd.busy_until())
+            .max(self.hdd.busy_until())
+    }
+}

@@ -1,0 +1,246 @@
+//! Where things live on the SSD (HeteroDrive §3.3) and the superblock.
+//!
+//! ```text
+//! 0        4 KiB      8 KiB                      cache_start            end
+//! | sb A    | sb B     | mapping region (tablets) | cache region (circular log) |
+//! ```
+//! The superblock is written to A and B alternately; the valid copy with the
+//! higher sequence number wins, so a torn superblock write loses nothing.
+
+use flashkv_device::Geometry;
+
+use crate::error::{HybridError, Result};
+use crate::tablets::{FANOUT, KEY_BITS, TABLET_BYTES};
+
+const SB_MAGIC: &[u8; 8] = b"FKVHYB01";
+const SB_SLOT: u64 = 4096;
+const MAP_START: u64 = 2 * SB_SLOT;
+/// The cache must hold at least this many sectors to be useful.
+const MIN_CACHE_SECTORS: u64 = 256;
+
+/// The fixed shape of a hybrid device, recorded in its superblock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Layout {
+    /// The hybrid's sector: the larger of the two devices' sectors.
+    pub sector: u64,
+    pub ssd_capacity: u64,
+    /// Capacity the hybrid exposes: the HDD's, in whole sectors.
+    pub capacity: u64,
+    pub map_start: u64,
+    /// Tablet slots in the mapping region.
+    pub map_slots: u64,
+    pub cache_start: u64,
+    pub cache_sectors: u64,
+}
+
+/// Upper bound on live tablets of one radix tree holding at most `entries`
+/// keys below `keys`: each level has no more nodes than keys it can cover, nor
+/// more than entries (a node exists only while it maps something).
+fn tree_bound(keys: u64, entries: u64) -> u64 {
+    let mut total = 1; // root
+    let mut span = FANOUT as u64;
+    for _ in 0..3 {
+        total += keys.div_ceil(span).min(entries);
+        span *= FANOUT as u64;
+    }
+    total
+}
+
+impl Layout {
+    /// The layout for an SSD and HDD of these geometries.
+    pub fn compute(ssd: Geometry, hdd: Geometry) -> Result<Self> {
+        if ssd.program_once {
+            return Err(HybridError::Layout(
+                "the SSD must hide erasing (an FTL or DRAM model, or a file), not raw NAND".into(),
+            ));
+        }
+        if hdd.program_once {
+            return Err(HybridError::Layout("the HDD must not be raw NAND".into()));
+        }
+        let sector = u64::from(ssd.sector_size.max(hdd.sector_size));
+        if sector > SB_SLOT {
+            return Err(HybridError::Layout(format!(
+                "sector size {sector} exceeds {SB_SLOT}"
+            )));
+        }
+        let capacity = hdd.capacity / sector * sector;
+        let vsectors = capacity / sector;
+        if vsectors > 1 << KEY_BITS {
+            return Err(HybridError::Layout(format!(
+                "HDD has {vsectors} sectors; the mapping addresses at most 2^{KEY_BITS}"
+            )));
+        }
+        let usable = ssd.capacity.saturating_sub(MAP_START) / sector;
+        // Slots for the worst case at the largest cache; the real cache is a
+        // little smaller, so the bound still holds.
+        let map_slots = tree_bound(vsectors, usable) + tree_bound(usable, usable);
+        let cache_start = (MAP_START + map_slots * TABLET_BYTES).div_ceil(sector) * sector;
+        let cache_sectors = ssd.capacity.saturating_sub(cache_start) / sector;
+        if cache_sectors < MIN_CACHE_SECTORS {
+            return Err(HybridError::Layout(format!(
+                "SSD of {} bytes leaves {cache_sectors} cache sectors after {} mapping tablets; need {MIN_CACHE_SECTORS}",
+                ssd.capacity, map_slots
+            )));
+        }
+        Ok(Layout {
+            sector,
+            ssd_capacity: ssd.capacity,
+            capacity,
+            map_start: MAP_START,
+            map_slots,
+            cache_start,
+            cache_sectors,
+        })
+    }
+
+    /// SSD byte offset of cache index `idx`.
+    pub fn cache_offset(&self, idx: u64) -> u64 {
+        self.cache_start + idx * self.sector
+    }
+}
+
+/// The superblock: layout, identity of this format, and the log tail the
+/// flush worker last made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Superblock {
+    pub layout: Layout,
+    /// Distinguishes this format's log records from an earlier format's.
+    pub format_id: u64,
+    pub sb_seq: u64,
+    /// Log position of the oldest record that may still be dirty.
+    pub tail: u64,
+    /// Sequence number of the record before `tail` (the next record's `prev_seq`).
+    pub tail_prev_seq: u64,
+}
+
+fn put(buf: &mut [u8], at: &mut usize, v: u64) {
+    buf[*at..*at + 8].copy_from_slice(&v.to_le_bytes());
+    *at += 8;
+}
+
+fn get(buf: &[u8], at: &mut usize) -> u64 {
+    let v = u64::from_le_bytes(buf[*at..*at + 8].try_into().expect("8 bytes"));
+    *at += 8;
+    v
+}
+
+const SB_FIELDS: usize = 8 + 11 * 8;
+
+impl Superblock {
+    /// Byte offset of the slot this superblock goes to.
+    pub fn slot_offset(&self) -> u64 {
+        (self.sb_seq % 2) * SB_SLOT
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; self.layout.sector as usize];
+        b[..8].copy_from_slice(SB_MAGIC);
+        let mut at = 8;
+        let l = &self.layout;
+        for v in [
+            l.sector,
+            l.ssd_capacity,
+            l.capacity,
+            l.map_start,
+            l.map_slots,
+            l.cache_start,
+            l.cache_sectors,
+            self.format_id,
+            self.sb_seq,
+            self.tail,
+            self.tail_prev_seq,
+        ] {
+            put(&mut b, &mut at, v);
+        }
+        let crc = crc32c::crc32c(&b[..at]);
+        b[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    /// Decodes a slot; `None` if it is not a valid superblock.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        if b.len() < SB_FIELDS + 4 || &b[..8] != SB_MAGIC {
+            return None;
+        }
+        let crc = u32::from_le_bytes(b[SB_FIELDS..SB_FIELDS + 4].try_into().ok()?);
+        if crc != crc32c::crc32c(&b[..SB_FIELDS]) {
+            return None;
+        }
+        let mut at = 8;
+        let mut f = [0u64; 11];
+        for v in f.iter_mut() {
+            *v = get(b, &mut at);
+        }
+        Some(Superblock {
+            layout: Layout {
+                sector: f[0],
+                ssd_capacity: f[1],
+                capacity: f[2],
+                map_start: f[3],
+                map_slots: f[4],
+                cache_start: f[5],
+                cache_sectors: f[6],
+            },
+            format_id: f[7],
+            sb_seq: f[8],
+            tail: f[9],
+            tail_prev_seq: f[10],
+        })
+    }
+
+    /// Both slot offsets, for reading at open.
+    pub fn slots() -> [u64; 2] {
+        [0, SB_SLOT]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo(capacity: u64, sector: u32) -> Geometry {
+        Geometry {
+            sector_size: sector,
+            erase_unit: None,
+            capacity,
+            program_once: false,
+        }
+    }
+
+    #[test]
+    fn regions_do_not_overlap_and_the_mapping_region_covers_the_worst_case() {
+        let l = Layout::compute(geo(32 << 30, 512), geo(64 << 30, 512)).unwrap();
+        assert_eq!(l.capacity, 64 << 30);
+        assert!(l.map_start + l.map_slots * TABLET_BYTES <= l.cache_start);
+        assert_eq!(l.cache_start + l.cache_sectors * 512 <= 32 << 30, true);
+        // 64 GiB HDD: at most 2^27/512 leaf tablets for the forward map.
+        assert!(l.map_slots >= (1 << 18) + (l.cache_sectors / 512));
+        assert!(
+            l.cache_sectors * 512 > 30 << 30,
+            "mapping region stays small"
+        );
+    }
+
+    #[test]
+    fn too_small_an_ssd_is_a_layout_error() {
+        let e = Layout::compute(geo(64 << 10, 512), geo(1 << 30, 512)).unwrap_err();
+        assert!(matches!(e, HybridError::Layout(_)), "{e}");
+    }
+
+    #[test]
+    fn superblock_round_trips_and_rejects_damage() {
+        let layout = Layout::compute(geo(16 << 20, 512), geo(1 << 30, 4096)).unwrap();
+        assert_eq!(layout.sector, 4096);
+        let sb = Superblock {
+            layout,
+            format_id: 9,
+            sb_seq: 3,
+            tail: 77,
+            tail_prev_seq: 5,
+        };
+        let mut b = sb.encode();
+        assert_eq!(Superblock::decode(&b), Some(sb));
+        b[20] ^= 1;
+        assert_eq!(Superblock::decode(&b), None);
+    }
+}

@@ -1,0 +1,68 @@
+//! The forward map (virtual sector → cache slot) and the reverse map (cache
+//! slot → home sector), sharing one tablet pool.
+//!
+//! Entry encoding: `value + 1` in the low bits (zero is "unmapped"), [`DIRTY`]
+//! when the cached copy is not yet on the HDD. A reverse entry with
+//! [`HEADER`] marks the first slot of a log record and holds its length, so the
+//! flush worker and the reclaimer can walk the log through the map alone.
+
+use crate::error::Result;
+use crate::tablets::{Io, RadixMap, Tablets};
+
+pub(crate) const DIRTY: u64 = 1 << 63;
+pub(crate) const HEADER: u64 = 1 << 62;
+const VALUE: u64 = HEADER - 1;
+
+/// Decoded entry: `None` if unmapped, else (value, dirty).
+pub(crate) fn decode(e: u64) -> Option<(u64, bool)> {
+    (e != 0).then(|| ((e & VALUE) - 1, e & DIRTY != 0))
+}
+
+pub(crate) fn encode(value: u64, dirty: bool) -> u64 {
+    (value + 1) | if dirty { DIRTY } else { 0 }
+}
+
+pub(crate) struct Maps {
+    pub tabs: Tablets,
+    fwd: RadixMap,
+    rev: RadixMap,
+}
+
+impl Maps {
+    pub fn new(tabs: Tablets) -> Self {
+        Maps {
+            tabs,
+            fwd: RadixMap::default(),
+            rev: RadixMap::default(),
+        }
+    }
+
+    pub fn fwd_get(&mut self, io: &mut Io, home: u64) -> Result<u64> {
+        self.fwd.get(&mut self.tabs, io, home)
+    }
+    pub fn fwd_set(&mut self, io: &mut Io, home: u64, e: u64) -> Result<()> {
+        self.fwd.set(&mut self.tabs, io, home, e)
+    }
+    pub fn fwd_clear(&mut self, io: &mut Io, home: u64) -> Result<()> {
+        self.fwd.clear(&mut self.tabs, io, home)
+    }
+    pub fn rev_get(&mut self, io: &mut Io, slot: u64) -> Result<u64> {
+        self.rev.get(&mut self.tabs, io, slot)
+    }
+    pub fn rev_set(&mut self, io: &mut Io, slot: u64, e: u64) -> Result<()> {
+        self.rev.set(&mut self.tabs, io, slot, e)
+    }
+    pub fn rev_clear(&mut self, io: &mut Io, slot: u64) -> Result<()> {
+        self.rev.clear(&mut self.tabs, io, slot)
+    }
+
+    /// Record header entry: length in sectors, if `slot` starts a record.
+    pub fn record_at(&mut self, io: &mut Io, slot: u64) -> Result<Option<u64>> {
+        let e = self.rev_get(io, slot)?;
+        Ok((e & HEADER != 0).then_some(e & VALUE))
+    }
+
+    pub fn set_record(&mut self, io: &mut Io, slot: u64, len: u64) -> Result<()> {
+        self.rev_set(io, slot, HEADER | len)
+    }
+}

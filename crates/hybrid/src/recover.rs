@@ -1,0 +1,278 @@
+//! Creating a hybrid (formatting the SSD) and opening one (recovery).
+//!
+//! Recovery reads the superblock, then replays the log from the durable dirty
+//! tail: each record must be intact (header and data checksums), belong to
+//! this format and continue the chain (`prev_seq` = the previous record's
+//! `seq`). The first record that does not ends the log. Clean cached data is
+//! not recovered: the read cache starts cold, which is safe because the HDD
+//! holds it.
+
+use flashkv_device::{BlockDevice, Nanos};
+
+use crate::device::{HybridDevice, Log};
+use crate::error::{HybridError, Result};
+use crate::layout::{Layout, Superblock};
+use crate::maps::{decode, encode};
+use crate::options::Options;
+use crate::record::{Header, Kind};
+use crate::stats::RecoveryReport;
+
+/// The newest valid superblock, if any, and when reading it finished.
+fn read_superblock(
+    ssd: &mut dyn BlockDevice,
+    sector: u64,
+    at: Nanos,
+) -> Result<(Option<Superblock>, Nanos)> {
+    let mut best: Option<Superblock> = None;
+    let mut end = at;
+    for off in Superblock::slots() {
+        let mut b = vec![0u8; sector as usize];
+        end = end.max(ssd.read_at(at, off, &mut b)?.end);
+        if let Some(sb) = Superblock::decode(&b) {
+            if best.is_none_or(|x| sb.sb_seq > x.sb_seq) {
+                best = Some(sb);
+            }
+        }
+    }
+    Ok((best, end))
+}
+
+/// Reads the log through a window, so a scan costs large sequential reads.
+struct Window {
+    pos: u64,
+    buf: Vec<u8>,
+}
+
+const WINDOW_BYTES: u64 = 1 << 20;
+
+impl HybridDevice {
+    /// Formats `ssd` as the cache of `hdd` and returns the device. Whatever the
+    /// HDD holds is its initial content; earlier cache contents are discarded.
+    pub fn create(
+        ssd: Box<dyn BlockDevice>,
+        hdd: Box<dyn BlockDevice>,
+        opts: Options,
+    ) -> Result<Self> {
+        let mut ssd = ssd;
+        let layout = Layout::compute(ssd.geometry(), hdd.geometry())?;
+        opts.validate(layout.sector)?;
+        let now = ssd.clock();
+        let (old, t) = read_superblock(&mut *ssd, layout.sector, now)?;
+        // A new format id keeps an earlier format's records out of this log.
+        let format_id = old.map_or(1, |o| o.format_id.wrapping_add(1));
+        let sb_seq = old.map_or(1, |o| o.sb_seq + 1);
+        let mut end = t;
+        for seq in [sb_seq, sb_seq + 1] {
+            let sb = Superblock {
+                layout,
+                format_id,
+                sb_seq: seq,
+                tail: 0,
+                tail_prev_seq: 0,
+            };
+            end = end.max(ssd.write_at(t, sb.slot_offset(), &sb.encode())?.end);
+        }
+        ssd.flush_at(end)?;
+        let log = Log {
+            free_tail: 0,
+            dirty_tail: 0,
+            head: 0,
+            last_seq: 0,
+            next_seq: 1,
+            format_id,
+            sb_seq: sb_seq + 1,
+            tail_prev_seq: 0,
+        };
+        HybridDevice::assemble(ssd, hdd, layout, opts, log)
+    }
+
+    /// Opens a hybrid made by [`HybridDevice::create`] on these devices,
+    /// recovering its mapping from the log; the recovery is reported in
+    /// [`HybridDevice::hybrid_stats`].
+    pub fn open(
+        ssd: Box<dyn BlockDevice>,
+        hdd: Box<dyn BlockDevice>,
+        opts: Options,
+    ) -> Result<Self> {
+        let mut ssd = ssd;
+        let layout = Layout::compute(ssd.geometry(), hdd.geometry())?;
+        let start = ssd.clock().max(hdd.clock());
+        let (sb, t) = read_superblock(&mut *ssd, layout.sector, start)?;
+        let sb = sb.ok_or(HybridError::NotFormatted)?;
+        if sb.layout != layout {
+            return Err(HybridError::Layout(format!(
+                "the devices do not match the superblock (recorded {:?}, found {:?})",
+                sb.layout, layout
+            )));
+        }
+        let log = Log {
+            free_tail: sb.tail,
+            dirty_tail: sb.tail,
+            head: sb.tail,
+            last_seq: sb.tail_prev_seq,
+            next_seq: sb.tail_prev_seq + 1,
+            format_id: sb.format_id,
+            sb_seq: sb.sb_seq,
+            tail_prev_seq: sb.tail_prev_seq,
+        };
+        let mut dev = HybridDevice::assemble(ssd, hdd, layout, opts, log)?;
+        let mut report = dev.replay(t)?;
+        report.time_ns = dev.bg_until.max(t) - start;
+        dev.set_recovery(report);
+        Ok(dev)
+    }
+
+    /// Bytes of log at `pos` (`sectors` long, within one lap), read through `w`.
+    fn log_bytes<'w>(
+        &mut self,
+        w: &'w mut Window,
+        t: &mut Nanos,
+        pos: u64,
+        sectors: u64,
+        scanned: &mut u64,
+    ) -> Result<&'w [u8]> {
+        let c = self.layout.cache_sectors;
+        let s = self.layout.sector;
+        let have = w.buf.len() as u64 / s;
+        if !(pos >= w.pos && pos + sectors <= w.pos + have) {
+            let lap_end = (pos / c + 1) * c;
+            let n = (WINDOW_BYTES / s).max(sectors).min(lap_end - pos);
+            w.pos = pos;
+            w.buf = vec![0u8; (n * s) as usize];
+            let r = self
+                .ssd
+                .read_at(*t, self.layout.cache_offset(pos % c), &mut w.buf)?;
+            *t = r.end;
+            *scanned += n * s;
+        }
+        let at = ((pos - w.pos) * s) as usize;
+        Ok(&w.buf[at..at + (sectors * s) as usize])
+    }
+
+    /// The record at `pos` if it is intact and continues the chain after `last`.
+    fn record_if_valid(
+        &mut self,
+        w: &mut Window,
+        t: &mut Nanos,
+        pos: u64,
+        last: u64,
+        limit: u64,
+        scanned: &mut u64,
+    ) -> Result<Option<Header>> {
+        let c = self.layout.cache_sectors;
+        let vsectors = self.layout.capacity / self.layout.sector;
+        let h = match Header::decode(self.log_bytes(w, t, pos, 1, scanned)?) {
+            Some(h) => h,
+            None => return Ok(None),
+        };
+        let shape_ok = match h.kind {
+            Kind::Data | Kind::Promote => {
+                h.extents.len() == 1 && h.extents[0].1 == h.data_sectors && h.data_sectors > 0
+            }
+            Kind::Trim => h.data_sectors == 0,
+        };
+        let ok = shape_ok
+            && h.format_id == self.log.format_id
+            && h.prev_seq == last
+            && h.seq > last
+            && pos % c + h.len() <= c
+            && pos + h.len() <= limit
+            && h.extents
+                .iter()
+                .all(|&(home, n)| home.checked_add(n).is_some_and(|e| e <= vsectors));
+        if !ok {
+            return Ok(None);
+        }
+        let data = self.log_bytes(w, t, pos + 1, h.data_sectors, scanned)?;
+        // A torn append: the end of the log.
+        Ok((crc32c::crc32c(data) == h.data_crc).then_some(h))
+    }
+
+    /// Replays the log from the dirty tail, starting at `at`.
+    fn replay(&mut self, at: Nanos) -> Result<RecoveryReport> {
+        let c = self.layout.cache_sectors;
+        let tail = self.log.dirty_tail;
+        let limit = tail + c;
+        let mut t = at;
+        let mut w = Window {
+            pos: 0,
+            buf: Vec::new(),
+        };
+        let mut report = RecoveryReport::default();
+        let mut pos = tail;
+        let mut last = self.log.last_seq;
+        while pos < limit {
+            let mut h =
+                self.record_if_valid(&mut w, &mut t, pos, last, limit, &mut report.scanned_bytes)?;
+            let next_lap = (pos / c + 1) * c;
+            if h.is_none() && pos % c != 0 && next_lap < limit {
+                // A record that did not fit at the end of the lap starts the next.
+                h = self.record_if_valid(
+                    &mut w,
+                    &mut t,
+                    next_lap,
+                    last,
+                    limit,
+                    &mut report.scanned_bytes,
+                )?;
+                if h.is_some() {
+                    pos = next_lap;
+                }
+            }
+            let Some(h) = h else { break };
+            self.apply(&mut t, pos, &h)?;
+            report.records += 1;
+            last = h.seq;
+            pos += h.len();
+        }
+        self.log.head = pos;
+        self.log.last_seq = last;
+        // Records lost in the crash may still sit after the head with higher
+        // sequence numbers; skip past any they could have had, so none of them
+        // ever continues the chain. (At most one per cache sector.)
+        self.log.next_seq = last + c + 1;
+        report.dirty_sectors = self.dirty_sectors;
+        self.bg_until = t;
+        Ok(report)
+    }
+
+    /// Applies a replayed record to the maps.
+    fn apply(&mut self, t: &mut Nanos, pos: u64, h: &Header) -> Result<()> {
+        let idx = pos % self.layout.cache_sectors;
+        let (m, mut io) = mio!(self, *t);
+        match h.kind {
+            Kind::Data => {
+                let home0 = h.extents[0].0;
+                for i in 0..h.data_sectors {
+                    let (home, slot) = (home0 + i, idx + 1 + i);
+                    if let Some((old, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
+                        m.rev_clear(&mut io, old)?;
+                        self.cached_sectors -= 1;
+                        self.dirty_sectors -= u64::from(was_dirty);
+                    }
+                    m.fwd_set(&mut io, home, encode(slot, true))?;
+                    m.rev_set(&mut io, slot, encode(home, true))?;
+                    self.cached_sectors += 1;
+                    self.dirty_sectors += 1;
+                }
+            }
+            // Promoted copies are clean; the HDD has the data.
+            Kind::Promote => {}
+            Kind::Trim => {
+                for &(home0, n) in &h.extents {
+                    for home in home0..home0 + n {
+                        if let Some((slot, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
+                            m.fwd_clear(&mut io, home)?;
+                            m.rev_clear(&mut io, slot)?;
+                            self.cached_sectors -= 1;
+                            self.dirty_sectors -= u64::from(was_dirty);
+                        }
+                    }
+                }
+            }
+        }
+        m.set_record(&mut io, idx, h.len())?;
+        *t = io.t;
+        Ok(())
+    }
+}

@@ -1,0 +1,59 @@
+use flashkv_device::Nanos;
+use serde::Serialize;
+
+/// What recovery found and what it cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryReport {
+    /// Log records replayed (data, promotion and trim records).
+    pub records: u64,
+    /// Dirty sectors mapped again.
+    pub dirty_sectors: u64,
+    /// Bytes of log read from the SSD.
+    pub scanned_bytes: u64,
+    /// Virtual time from the first superblock read to the end of the scan.
+    pub time_ns: Nanos,
+}
+
+/// Counters of a hybrid device, beyond the host counters of `stats()`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HybridStats {
+    /// Host write requests (or parts of them) sent to the SSD cache.
+    pub ssd_write_requests: u64,
+    pub ssd_write_bytes: u64,
+    /// Host write requests (or parts of them) sent straight to the HDD.
+    pub hdd_write_requests: u64,
+    pub hdd_write_bytes: u64,
+    pub read_requests: u64,
+    /// Read bytes served from the SSD cache.
+    pub read_hit_bytes: u64,
+    /// Read bytes served from the HDD.
+    pub read_miss_bytes: u64,
+    /// `read_hit_bytes / (read_hit_bytes + read_miss_bytes)`.
+    pub read_hit_ratio: f64,
+    /// Cached bytes not yet on the HDD.
+    pub dirty_bytes: u64,
+    /// Cached bytes (dirty or clean) reads can be served from.
+    pub cached_bytes: u64,
+    /// Log span between the dirty tail and the head, in bytes (what the watermarks watch).
+    pub dirty_span_bytes: u64,
+    pub cache_bytes: u64,
+    /// Bytes the flush worker wrote back, the HDD writes it used, its sessions.
+    pub flush_bytes: u64,
+    pub flush_writes: u64,
+    pub idle_flushes: u64,
+    pub pressure_flushes: u64,
+    /// Virtual time the flush sessions took, start to durable tail.
+    pub flush_ns: Nanos,
+    /// `flush_bytes` per second of `flush_ns`, MB/s (10^6 bytes).
+    pub flush_mb_per_s: f64,
+    /// Writes that waited for the flush worker to free cache space.
+    pub stalls: u64,
+    pub promotions: u64,
+    pub promoted_bytes: u64,
+    /// Memory the resident mapping tablets take, and tablet swaps.
+    pub mapping_memory_bytes: u64,
+    pub tablet_loads: u64,
+    pub tablet_stores: u64,
+    /// Present when the device was opened (recovered) rather than created.
+    pub recovery: Option<RecoveryReport>,
+}
