@@ -1,8 +1,38 @@
-//! NAND behind a flash translation layer (an SSD or USB stick). (Being written.)
+//! NAND behind a flash translation layer: an SSD, an early flash disk or a
+//! USB stick. The host sees plain sectors that can be rewritten; the FTL
+//! hides erasing, at a cost that depends on how it maps logical to physical
+//! flash.
+//!
+//! * `mapping = "page"`: every logical page can live anywhere. Logical page
+//!   `l` belongs to die `l % dies` (so consecutive pages stripe over the
+//!   dies); each die appends to its open block and, when its free blocks
+//!   run low, garbage-collects greedily (the block with the fewest valid
+//!   pages), copying its valid pages within the die. Spare flash
+//!   (over-provisioning) keeps that possible. Trim invalidates pages.
+//! * `mapping = "block"`: a logical block lives in one physical block, as in
+//!   early flash disks and USB sticks. The block is ganged across all dies
+//!   (page `i` of a block on die `i % dies`). A write that does not continue
+//!   a sequential run reads the whole old block, programs a fresh block with
+//!   the merged data and erases the old one (seed 004: "read the entire block
+//!   ... erase ... rewrite all 132 KBytes"). A sequential run fills a fresh
+//!   block page by page and only erases the old one when it is complete.
+//!   Such devices serve one command at a time and ignore trim.
+//!
+//! Commands pass the controller one at a time (`read_command_us`,
+//! `write_command_us`), data crosses the host interface at `host_mb_per_s`,
+//! and the NAND work uses the timelines of [`NandArray`]. There is no
+//! write cache: a write completes when its pages are programmed.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{DeviceError, Model, Result};
+use crate::nand::{
+    default_sector, one, page_pieces, size_erase_counts, ArraySpec, Cost, NandArray, Timeline,
+};
+use crate::sim::{transfer_ns, us};
+use crate::spec::{de_size, require};
+use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// How the FTL maps logical to physical flash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -12,13 +42,722 @@ pub enum FtlMapping {
     Block,
 }
 
-/// Parameters of an FTL device.
+/// Parameters of an FTL device. The NAND fields mean what they mean for raw
+/// NAND ([`crate::NandParams`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FtlParams {
     pub mapping: FtlMapping,
+    /// Bytes per NAND page; the page FTL maps in units of this size.
+    #[serde(deserialize_with = "de_size")]
+    pub page_size: u64,
+    /// Pages per block of one die.
+    pub pages_per_block: u64,
+    /// Host sector size.
+    #[serde(default = "default_sector", deserialize_with = "de_size")]
+    pub sector_size: u64,
+    pub read_us: f64,
+    pub program_us: f64,
+    pub erase_us: f64,
+    #[serde(default)]
+    pub bus_mb_per_s: f64,
+    #[serde(default = "one")]
+    pub channels: u32,
+    #[serde(default = "one")]
+    pub dies_per_channel: u32,
+    #[serde(default)]
+    pub read_uj: f64,
+    #[serde(default)]
+    pub program_uj: f64,
+    #[serde(default)]
+    pub erase_uj: f64,
+    /// Host interface rate, MB/s.
+    pub host_mb_per_s: f64,
+    /// Controller time per read command, µs. Commands pass the controller
+    /// one at a time, so it caps IOPS at 10^6 / read_command_us.
+    #[serde(default)]
+    pub read_command_us: f64,
+    /// Controller time per write (and trim) command, µs.
+    #[serde(default)]
+    pub write_command_us: f64,
+    /// Spare flash as a fraction of the capacity (0.07 = 7 %). Block
+    /// mapping uses it for its pool of spare blocks (at least one).
+    #[serde(default = "default_op")]
+    pub over_provisioning: f64,
+    /// Page mapping: a die garbage-collects while it has fewer free blocks.
+    #[serde(default = "default_gc")]
+    pub gc_free_blocks: u32,
 }
 
-pub(crate) fn model(_p: &FtlParams, _capacity: u64) -> Result<Box<dyn Model>> {
-    Err(DeviceError::Unsupported("ftl model not written yet"))
+fn default_op() -> f64 {
+    0.07
+}
+
+fn default_gc() -> u32 {
+    2
+}
+
+/// No logical or physical page (u32 keeps the maps small and flat).
+const NONE: u32 = u32::MAX;
+
+pub(crate) fn model(p: &FtlParams, capacity: u64) -> Result<Box<dyn Model>> {
+    let array = ArraySpec {
+        kind: "ftl",
+        page_size: p.page_size,
+        pages_per_block: p.pages_per_block,
+        sector_size: p.sector_size,
+        read_us: p.read_us,
+        program_us: p.program_us,
+        erase_us: p.erase_us,
+        bus_mb_per_s: p.bus_mb_per_s,
+        channels: p.channels,
+        dies_per_channel: p.dies_per_channel,
+        read_uj: p.read_uj,
+        program_uj: p.program_uj,
+        erase_uj: p.erase_uj,
+    }
+    .build()?;
+    require(
+        p.host_mb_per_s.is_finite() && p.host_mb_per_s > 0.0,
+        "ftl: host_mb_per_s must be positive",
+    )?;
+    require(
+        [p.read_command_us, p.write_command_us]
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0),
+        "ftl: read_command_us and write_command_us must be finite and not negative",
+    )?;
+    require(
+        p.over_provisioning.is_finite() && p.over_provisioning >= 0.0,
+        "ftl: over_provisioning must be a fraction >= 0 (0.07 = 7 %)",
+    )?;
+    let front = Front {
+        sector_size: p.sector_size,
+        capacity,
+        page_size: p.page_size,
+        host_mb_per_s: p.host_mb_per_s,
+        page_host_ns: transfer_ns(p.page_size, p.host_mb_per_s),
+        read_cmd_ns: us(p.read_command_us),
+        write_cmd_ns: us(p.write_command_us),
+    };
+    match p.mapping {
+        FtlMapping::Page => Ok(Box::new(PageFtl::new(p, front, array)?)),
+        FtlMapping::Block => Ok(Box::new(BlockFtl::new(p, front, array)?)),
+    }
+}
+
+/// What both mappings share: geometry and the host side of a command.
+struct Front {
+    sector_size: u64,
+    capacity: u64,
+    page_size: u64,
+    host_mb_per_s: f64,
+    page_host_ns: Nanos,
+    read_cmd_ns: Nanos,
+    write_cmd_ns: Nanos,
+}
+
+impl Front {
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            sector_size: self.sector_size as u32,
+            erase_unit: None,
+            capacity: self.capacity,
+            program_once: false,
+        }
+    }
+
+    fn host_ns(&self, bytes: u64) -> Nanos {
+        if bytes == self.page_size {
+            self.page_host_ns
+        } else {
+            transfer_ns(bytes, self.host_mb_per_s)
+        }
+    }
+}
+
+fn internal(what: &'static str) -> DeviceError {
+    DeviceError::Unsupported(what)
+}
+
+// ------------------------------------------------------------ page mapping
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BlockState {
+    Free,
+    Open,
+    Full,
+}
+
+struct Die {
+    open: u32,
+    /// Next page to program in `open`.
+    wp: u32,
+    free: VecDeque<u32>,
+}
+
+struct PageFtl {
+    front: Front,
+    array: NandArray,
+    units: u32,
+    pages_per_block: u32,
+    gc_free: usize,
+    /// Logical page -> physical page.
+    l2p: Vec<u32>,
+    /// Physical page -> logical page it holds, if still valid.
+    p2l: Vec<u32>,
+    /// Valid pages per physical block. Block `b` is on die `b % units`.
+    valid: Vec<u32>,
+    state: Vec<BlockState>,
+    dies: Vec<Die>,
+    ctrl_free: Nanos,
+    host: Timeline,
+}
+
+impl PageFtl {
+    fn new(p: &FtlParams, front: Front, array: NandArray) -> Result<Self> {
+        require(
+            front.capacity % p.page_size == 0,
+            "ftl: capacity must be a multiple of page_size",
+        )?;
+        require(
+            p.gc_free_blocks >= 1,
+            "ftl: gc_free_blocks must be at least 1",
+        )?;
+        let units = array.units() as u64;
+        let n = p.pages_per_block;
+        let logical = front.capacity / p.page_size;
+        let per_die = logical.div_ceil(units);
+        let blocks_per_die =
+            ((per_die as f64 * (1.0 + p.over_provisioning)) / n as f64).ceil() as u64;
+        let needed = per_die.div_ceil(n) + u64::from(p.gc_free_blocks) + 1;
+        if blocks_per_die < needed {
+            return Err(DeviceError::Spec(format!(
+                "ftl: over_provisioning leaves {} spare blocks per die, garbage collection needs at least {} (raise over_provisioning or capacity, or lower pages_per_block, dies or gc_free_blocks)",
+                blocks_per_die.saturating_sub(per_die.div_ceil(n)),
+                needed - per_die.div_ceil(n)
+            )));
+        }
+        let blocks = blocks_per_die * units;
+        require(
+            blocks.saturating_mul(n) < u64::from(NONE) && logical < u64::from(NONE),
+            "ftl: too many pages to map (raise page_size)",
+        )?;
+        let mut dies: Vec<Die> = (0..units as u32)
+            .map(|u| Die {
+                open: u,
+                wp: 0,
+                free: VecDeque::new(),
+            })
+            .collect();
+        let mut state = vec![BlockState::Free; blocks as usize];
+        for b in 0..blocks as u32 {
+            let u = (b % units as u32) as usize;
+            if b < units as u32 {
+                state[b as usize] = BlockState::Open;
+            } else {
+                dies[u].free.push_back(b);
+            }
+        }
+        Ok(PageFtl {
+            front,
+            array,
+            units: units as u32,
+            pages_per_block: n as u32,
+            gc_free: p.gc_free_blocks as usize,
+            l2p: vec![NONE; logical as usize],
+            p2l: vec![NONE; (blocks * n) as usize],
+            valid: vec![0; blocks as usize],
+            state,
+            dies,
+            ctrl_free: 0,
+            host: Timeline::default(),
+        })
+    }
+
+    fn unit(&self, lpn: u64) -> usize {
+        (lpn % u64::from(self.units)) as usize
+    }
+
+    /// Makes the next free block of die `u` its open block.
+    fn open_next(&mut self, u: usize) -> Result<()> {
+        let d = &mut self.dies[u];
+        let b = d
+            .free
+            .pop_front()
+            .ok_or_else(|| internal("ftl: a die ran out of free blocks"))?;
+        self.state[d.open as usize] = BlockState::Full;
+        self.state[b as usize] = BlockState::Open;
+        d.open = b;
+        d.wp = 0;
+        Ok(())
+    }
+
+    /// Drops the physical page holding `lpn`, if any.
+    fn invalidate(&mut self, lpn: usize) {
+        let old = self.l2p[lpn];
+        if old != NONE {
+            self.p2l[old as usize] = NONE;
+            self.valid[(old / self.pages_per_block) as usize] -= 1;
+            self.l2p[lpn] = NONE;
+        }
+    }
+
+    /// Places `lpn` at the next page of die `u`'s open block (which has room).
+    fn place(&mut self, u: usize, lpn: u32) {
+        let d = &mut self.dies[u];
+        let ppn = d.open * self.pages_per_block + d.wp;
+        d.wp += 1;
+        self.l2p[lpn as usize] = ppn;
+        self.p2l[ppn as usize] = lpn;
+        self.valid[d.open as usize] += 1;
+    }
+
+    /// Programs logical page `lpn` (on its die) with data available at `t`.
+    fn program_page(
+        &mut self,
+        lpn: usize,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Result<Nanos> {
+        let u = self.unit(lpn as u64);
+        self.invalidate(lpn);
+        if self.dies[u].wp == self.pages_per_block {
+            self.open_next(u)?;
+            while self.dies[u].free.len() < self.gc_free {
+                self.collect(u, t, st, cost)?;
+            }
+        }
+        self.place(u, lpn as u32);
+        Ok(self.array.program(u, t, self.front.page_size, st, cost))
+    }
+
+    /// Greedy garbage collection on die `u`: the full block with the fewest
+    /// valid pages has them copied to the open block, then is erased.
+    fn collect(&mut self, u: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Result<()> {
+        let victim = (u as u32..self.valid.len() as u32)
+            .step_by(self.units as usize)
+            .filter(|&b| self.state[b as usize] == BlockState::Full)
+            .min_by_key(|&b| self.valid[b as usize])
+            .filter(|&b| self.valid[b as usize] < self.pages_per_block)
+            .ok_or_else(|| internal("ftl: no block to garbage-collect"))?;
+        let n = self.pages_per_block;
+        for ppn in victim * n..(victim + 1) * n {
+            let lpn = self.p2l[ppn as usize];
+            if lpn == NONE {
+                continue;
+            }
+            if self.dies[u].wp == n {
+                self.open_next(u)?;
+            }
+            self.invalidate(lpn as usize);
+            self.place(u, lpn);
+            self.array.copy(u, t, st, cost);
+            st.gc_page_moves += 1;
+        }
+        self.array.erase(u, t, st, cost);
+        st.erase_counts[victim as usize] += 1;
+        self.state[victim as usize] = BlockState::Free;
+        self.dies[u].free.push_back(victim);
+        Ok(())
+    }
+
+    /// Starts a command at the controller; returns when its NAND work may begin.
+    fn command(&mut self, at: Nanos, cmd_ns: Nanos, cost: &mut Cost) -> Nanos {
+        self.array.forget_before(at);
+        self.host.forget_before(at);
+        let s = at.max(self.ctrl_free);
+        self.ctrl_free = s + cmd_ns;
+        cost.busy(s, self.ctrl_free);
+        self.ctrl_free
+    }
+
+    #[cfg(test)]
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        let n = self.pages_per_block;
+        let mut valid = vec![0u32; self.valid.len()];
+        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+            if ppn == NONE {
+                continue;
+            }
+            if self.p2l[ppn as usize] != lpn as u32 {
+                return Err(format!(
+                    "lpn {lpn} -> ppn {ppn}, which holds {}",
+                    self.p2l[ppn as usize]
+                ));
+            }
+            if self.state[(ppn / n) as usize] == BlockState::Free {
+                return Err(format!("lpn {lpn} lives in free block {}", ppn / n));
+            }
+            if (ppn / n) % self.units != lpn as u32 % self.units {
+                return Err(format!("lpn {lpn} is on the wrong die"));
+            }
+            valid[(ppn / n) as usize] += 1;
+        }
+        for (ppn, &lpn) in self.p2l.iter().enumerate() {
+            if lpn != NONE && self.l2p[lpn as usize] != ppn as u32 {
+                return Err(format!("ppn {ppn} claims lpn {lpn}, which maps elsewhere"));
+            }
+        }
+        if valid != self.valid {
+            return Err("valid counts do not match the mapping".into());
+        }
+        for (u, d) in self.dies.iter().enumerate() {
+            if self.state[d.open as usize] != BlockState::Open || d.open % self.units != u as u32 {
+                return Err(format!("die {u}: bad open block"));
+            }
+            if d.free
+                .iter()
+                .any(|&b| self.state[b as usize] != BlockState::Free || self.valid[b as usize] != 0)
+            {
+                return Err(format!("die {u}: a free block is in use"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Model for PageFtl {
+    fn geometry(&self) -> Geometry {
+        self.front.geometry()
+    }
+
+    fn read(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        let mut cost = Cost::new(at);
+        let t = self.command(at, self.front.read_cmd_ns, &mut cost);
+        // A page's die is fixed by its number, so reads need no map lookup;
+        // unwritten pages cost a read too, as on a preconditioned drive.
+        for (pos, bytes) in page_pieces(offset, len, self.front.page_size) {
+            let u = self.unit(pos / self.front.page_size);
+            let ready = self.array.read(u, t, bytes, st, &mut cost);
+            let dur = self.front.host_ns(bytes);
+            let hs = self.host.book(ready, dur);
+            cost.busy(hs, hs + dur);
+        }
+        Ok(cost.completion())
+    }
+
+    fn write(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        size_erase_counts(st, self.valid.len());
+        let mut cost = Cost::new(at);
+        let t = self.command(at, self.front.write_cmd_ns, &mut cost);
+        let ps = self.front.page_size;
+        for (pos, bytes) in page_pieces(offset, len, ps) {
+            let dur = self.front.host_ns(bytes);
+            let hs = self.host.book(t, dur);
+            cost.busy(hs, hs + dur);
+            let lpn = (pos / ps) as usize;
+            let mut ready = hs + dur;
+            if bytes < ps && self.l2p[lpn] != NONE {
+                // Part of a page: read the rest of it to merge.
+                let u = self.unit(lpn as u64);
+                ready = ready.max(self.array.read(u, t, ps, st, &mut cost));
+            }
+            self.program_page(lpn, ready, st, &mut cost)?;
+        }
+        Ok(cost.completion())
+    }
+
+    fn flush(&mut self, at: Nanos, _st: &mut DeviceStats) -> Result<Completion> {
+        // No write cache: completed writes are already programmed.
+        Ok(Cost::new(at).completion())
+    }
+
+    fn trim(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        _st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        let mut cost = Cost::new(at);
+        self.command(at, self.front.write_cmd_ns, &mut cost);
+        let ps = self.front.page_size;
+        // Only whole pages can be dropped; a partly trimmed page keeps its data.
+        for lpn in offset.div_ceil(ps)..(offset + len) / ps {
+            self.invalidate(lpn as usize);
+        }
+        Ok(cost.completion())
+    }
+
+    fn busy_until(&self) -> Option<Nanos> {
+        Some(self.ctrl_free)
+    }
+}
+
+// ----------------------------------------------------------- block mapping
+
+/// A fresh block a sequential run is filling, replacing logical block `lb`:
+/// bytes below `next` are in `pb`, the rest still in the old block.
+#[derive(Clone, Copy)]
+struct Run {
+    lb: u32,
+    pb: u32,
+    next: u64,
+}
+
+struct BlockFtl {
+    front: Front,
+    array: NandArray,
+    units: u32,
+    /// Pages of a ganged block (pages_per_block × dies).
+    block_pages: u32,
+    block_bytes: u64,
+    /// Physical blocks: logical ones plus spares.
+    blocks: usize,
+    /// Logical block -> physical block.
+    map: Vec<u32>,
+    free: VecDeque<u32>,
+    run: Option<Run>,
+    /// Where the last write ended: a write starting there continues a run.
+    last_write_end: u64,
+    dev_free: Nanos,
+}
+
+impl BlockFtl {
+    fn new(p: &FtlParams, front: Front, array: NandArray) -> Result<Self> {
+        let units = array.units() as u64;
+        let block_pages = p.pages_per_block.saturating_mul(units);
+        let block_bytes = block_pages.saturating_mul(p.page_size);
+        require(
+            front.capacity % block_bytes == 0,
+            "ftl: block mapping needs capacity to be a multiple of page_size × pages_per_block × dies",
+        )?;
+        let logical = front.capacity / block_bytes;
+        let spare = ((logical as f64 * p.over_provisioning).ceil() as u64).max(1);
+        let blocks = logical + spare;
+        require(
+            blocks < u64::from(NONE) && block_pages < u64::from(NONE),
+            "ftl: too many blocks to map",
+        )?;
+        Ok(BlockFtl {
+            front,
+            array,
+            units: units as u32,
+            block_pages: block_pages as u32,
+            block_bytes,
+            blocks: blocks as usize,
+            map: vec![NONE; logical as usize],
+            free: (0..blocks as u32).collect(),
+            run: None,
+            last_write_end: 0,
+            dev_free: 0,
+        })
+    }
+
+    fn unit(&self, page: u32) -> usize {
+        (page % self.units) as usize
+    }
+
+    fn program_pages(
+        &mut self,
+        pages: std::ops::Range<u32>,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) {
+        for i in pages {
+            let u = self.unit(i);
+            self.array.program(u, t, self.front.page_size, st, cost);
+        }
+    }
+
+    /// Erases physical block `pb` (its block on every die) and frees it.
+    fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        for u in 0..self.units as usize {
+            self.array.erase(u, t, st, cost);
+        }
+        st.erase_counts[pb as usize] += 1;
+        self.free.push_back(pb);
+    }
+
+    /// Ends the open run: copies the pages it did not write from the old
+    /// block, erases the old block and maps the new one.
+    fn close_run(&mut self, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        let Some(r) = self.run.take() else { return };
+        let old = self.map[r.lb as usize];
+        if old != NONE {
+            let ps = self.front.page_size;
+            for i in r.next.div_ceil(ps) as u32..self.block_pages {
+                let u = self.unit(i);
+                let ready = self.array.read(u, t, ps, st, cost);
+                self.array.program(u, ready, ps, st, cost);
+            }
+            self.retire(old, t, st, cost);
+        }
+        self.map[r.lb as usize] = r.pb;
+    }
+
+    /// Writes bytes `[lo, hi)` of logical block `lb`; `run` tells whether
+    /// the write continues a sequential run.
+    #[allow(clippy::too_many_arguments)]
+    fn write_block(
+        &mut self,
+        lb: u32,
+        lo: u64,
+        hi: u64,
+        run: bool,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Result<()> {
+        let ps = self.front.page_size;
+        let pages = (lo / ps) as u32..hi.div_ceil(ps) as u32;
+        let complete = hi == self.block_bytes;
+        if let Some(r) = self.run.as_mut().filter(|r| r.lb == lb && r.next == lo) {
+            // The run goes on. A page it already started is programmed again:
+            // the controller merged the new sectors into its buffer copy.
+            r.next = hi;
+            self.program_pages(pages, t, st, cost);
+            if complete {
+                self.close_run(t, st, cost);
+            }
+            return Ok(());
+        }
+        self.close_run(t, st, cost);
+        let pb = self
+            .free
+            .pop_front()
+            .ok_or_else(|| internal("ftl: no spare block"))?;
+        // A write from the start of a block opens a run, unless it is a whole
+        // block written out of sequence: that still goes through the scratch
+        // copy (seed 004's 128 KB random writes are slower than its 4 KB ones).
+        if lo == 0 && (run || !complete) {
+            self.run = Some(Run { lb, pb, next: hi });
+            self.program_pages(pages, t, st, cost);
+            if complete {
+                self.close_run(t, st, cost);
+            }
+            return Ok(());
+        }
+        let old = self.map[lb as usize];
+        if old == NONE {
+            self.program_pages(pages, t, st, cost);
+        } else {
+            // Read the whole old block, then program all of it, merged.
+            for i in 0..self.block_pages {
+                let u = self.unit(i);
+                self.array.read(u, t, ps, st, cost);
+            }
+            self.program_pages(0..self.block_pages, t, st, cost);
+            self.retire(old, t, st, cost);
+        }
+        self.map[lb as usize] = pb;
+        Ok(())
+    }
+
+    /// Starts a command when the device is free; returns when the
+    /// controller is done with it.
+    fn command(&mut self, at: Nanos, cmd_ns: Nanos, cost: &mut Cost) -> Nanos {
+        self.array.forget_before(at);
+        let s = at.max(self.dev_free);
+        cost.busy(s, s + cmd_ns);
+        s + cmd_ns
+    }
+
+    #[cfg(test)]
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        let mut seen = vec![false; self.blocks];
+        let mapped = self.map.iter().copied().filter(|&b| b != NONE);
+        let run = self.run.map(|r| r.pb);
+        for b in mapped.chain(self.free.iter().copied()).chain(run) {
+            let b = b as usize;
+            if b >= self.blocks || seen[b] {
+                return Err(format!("physical block {b} is used twice"));
+            }
+            seen[b] = true;
+        }
+        if let Some(b) = seen.iter().position(|&s| !s) {
+            return Err(format!("physical block {b} was lost"));
+        }
+        Ok(())
+    }
+}
+
+impl Model for BlockFtl {
+    fn geometry(&self) -> Geometry {
+        self.front.geometry()
+    }
+
+    fn read(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        let mut cost = Cost::new(at);
+        let t = self.command(at, self.front.read_cmd_ns, &mut cost);
+        let ps = self.front.page_size;
+        let bp = u64::from(self.block_pages);
+        // Where a page lives does not change its die, so reads need no
+        // lookup. Each page goes to the host as soon as it is out.
+        let mut host_free = t;
+        for (pos, bytes) in page_pieces(offset, len, ps) {
+            let u = self.unit(((pos / ps) % bp) as u32);
+            let ready = self.array.read(u, t, bytes, st, &mut cost);
+            host_free = ready.max(host_free) + self.front.host_ns(bytes);
+        }
+        cost.busy(t, host_free);
+        self.dev_free = host_free;
+        Ok(cost.completion())
+    }
+
+    fn write(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        len: u64,
+        st: &mut DeviceStats,
+    ) -> Result<Completion> {
+        size_erase_counts(st, self.blocks);
+        let mut cost = Cost::new(at);
+        // One command at a time: overhead, the data in, then the NAND work.
+        let t = self.command(at, self.front.write_cmd_ns, &mut cost);
+        let t = t + self.front.host_ns(len);
+        cost.busy(t, t);
+        let bb = self.block_bytes;
+        let run = offset == self.last_write_end;
+        self.last_write_end = offset + len;
+        let end = offset + len;
+        let mut pos = offset;
+        while pos < end {
+            let lb = pos / bb;
+            let stop = end.min((lb + 1) * bb);
+            let continues = run || pos != offset;
+            self.write_block(
+                lb as u32,
+                pos - lb * bb,
+                stop - lb * bb,
+                continues,
+                t,
+                st,
+                &mut cost,
+            )?;
+            pos = stop;
+        }
+        self.dev_free = cost.end();
+        Ok(cost.completion())
+    }
+
+    fn flush(&mut self, at: Nanos, _st: &mut DeviceStats) -> Result<Completion> {
+        Ok(Cost::new(at).completion())
+    }
+
+    fn busy_until(&self) -> Option<Nanos> {
+        Some(self.dev_free)
+    }
 }
