@@ -378,13 +378,12 @@ impl Core {
                 Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
             }
         };
-        let mut wal = Wal::new(l.wal_start, l.wal_len, sector, ckpt.wal_seq);
+        let mut wal = Wal::new(l.wal_start, l.wal_len, sector, ckpt.wal_seq, ckpt.seq);
         let records = if created {
             Vec::new()
         } else {
             wal.recover(&mut disk)?
         };
-        let tail_dirty = wal.tail_dirty(&disk);
         let policy = (opts.policy)(opts.buffer_pages);
         let mut core = Core {
             pool: BufferPool::new(opts.buffer_pages, policy),
@@ -404,7 +403,6 @@ impl Core {
             disk,
         };
         std::mem::swap(&mut core.store, &mut store);
-        let replayed = !records.is_empty();
         for (kind, payload) in records {
             core.replay(kind, &payload)?;
         }
@@ -413,17 +411,12 @@ impl Core {
             core.disk.journal = Some(wal);
         }
         if created {
-            core.guard(|c| {
-                c.tree().create()?;
-                c.checkpoint()?;
-                c.pool.unpin(&mut *c.store, &mut c.disk)
-            })?;
-        } else if replayed || tail_dirty {
-            // Replayed pages go to the page store now, and the log starts over
-            // (a torn tail cannot be appended to on a program-once device).
-            core.guard(Core::checkpoint)?;
-            core.pool.unpin(&mut *core.store, &mut core.disk)?;
+            core.guard(|c| c.tree().create())?;
         }
+        // Replayed pages go to the page store and the log starts over in a
+        // new epoch, so records a crash left after a gap are never replayed.
+        core.guard(Core::checkpoint)?;
+        core.pool.unpin(&mut *core.store, &mut core.disk)?;
         Ok(core)
     }
 
@@ -638,7 +631,7 @@ impl Core {
         self.ckpt_seq += 1;
         self.checkpoints += 1;
         if let Some(w) = &mut self.disk.journal {
-            w.reset();
+            w.reset(self.ckpt_seq);
         }
         Ok(())
     }

@@ -139,7 +139,8 @@ impl Disk {
         let Some(mut wal) = self.journal.take() else {
             return Ok(());
         };
-        let r = wal.append(self, kind, payload);
+        // What the record points to must be durable before the record is.
+        let r = self.flush().and_then(|_| wal.append(self, kind, payload));
         self.journal = Some(wal);
         r?;
         self.flush()

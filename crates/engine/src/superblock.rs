@@ -161,11 +161,11 @@ impl Checkpoint {
         disk.flush()
     }
 
-    /// The newest valid checkpoint; `Ok(None)` on a device never written.
+    /// The newest valid checkpoint; `Ok(None)` on a device holding no store.
     pub fn read_latest(disk: &mut Disk, slot_len: u64) -> Result<Option<Checkpoint>> {
         let sector = u64::from(disk.geo.sector_size);
         let mut best: Option<Checkpoint> = None;
-        let mut blank = true;
+        let mut blanks = 0u32;
         let mut first_err = None;
         for slot in 0..2u64 {
             let off = slot * slot_len;
@@ -175,9 +175,9 @@ impl Checkpoint {
             let mut head = vec![0u8; sector as usize];
             disk.read(Region::Meta, off, &mut head)?;
             if head.iter().all(|&b| b == 0) {
+                blanks += 1;
                 continue;
             }
-            blank = false;
             match Self::parse(disk, off, slot_len, head) {
                 Ok(c) => {
                     if best.as_ref().map_or(true, |b| c.seq > b.seq) {
@@ -187,11 +187,14 @@ impl Checkpoint {
                 Err(e) => first_err = first_err.or(Some(e)),
             }
         }
-        match (best, blank, first_err) {
+        match (best, blanks, first_err) {
             (Some(c), _, _) => Ok(Some(c)),
-            (None, true, _) => Ok(None),
-            (None, false, Some(e @ Error::Version { .. })) => Err(e),
-            (None, false, _) => Err(Error::NotAStore),
+            (None, _, Some(e @ Error::Version { .. })) => Err(e),
+            // Nothing valid and a slot never written: the first checkpoint,
+            // written when the store was created, was torn; nothing was
+            // committed yet.
+            (None, 1.., _) => Ok(None),
+            (None, 0, _) => Err(Error::NotAStore),
         }
     }
 

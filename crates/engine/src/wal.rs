@@ -3,20 +3,22 @@
 //! Every record starts on a sector boundary and is written once, so a torn
 //! or lost write can only damage records that were never acknowledged as
 //! durable. Recovery reads records in order from the start of the region
-//! and stops at the first one that is invalid or out of sequence; records
-//! from before the last checkpoint have older sequence numbers and are never
-//! replayed. On program-once devices an erase unit of the region is erased
-//! before the log first writes into it after a checkpoint.
+//! and stops at the first one that is invalid, out of sequence or of another
+//! epoch. The epoch is the sequence number of the checkpoint the log follows;
+//! every open and checkpoint starts a new one, so neither records from before
+//! the checkpoint nor records a crash left behind a lost one are replayed.
+//! On program-once devices an erase unit of the region is erased before the
+//! log first writes into it in an epoch.
 //!
-//! Record header (24 bytes): magic, version, kind, sequence number, payload
-//! length, crc32c over the header's first 20 bytes and the payload.
+//! Record header (32 bytes): magic, version, kind, sequence number, payload
+//! length, crc32c over the header's other 28 bytes and the payload, epoch.
 
 use crate::error::{Error, Result};
 use crate::io::{Disk, Region};
 
 const MAGIC: u32 = 0x4C57_4B46; // "FKWL"
 const VERSION: u8 = 1;
-const HDR: usize = 24;
+const HDR: usize = 32;
 
 pub(crate) struct Wal {
     start: u64,
@@ -27,6 +29,14 @@ pub(crate) struct Wal {
     sector: u64,
     /// Bytes from `start` already erased (program-once devices) since the last reset.
     clean_to: u64,
+    epoch: u64,
+}
+
+/// Checksum of a record: header without its crc field, then the payload.
+fn record_crc(rec: &[u8]) -> u32 {
+    let plen = u32::from_le_bytes(rec[16..20].try_into().unwrap()) as usize;
+    let c = crc32c::crc32c(&rec[0..20]);
+    crc32c::crc32c_append(crc32c::crc32c_append(c, &rec[24..32]), &rec[HDR..HDR + plen])
 }
 
 fn round_up(n: u64, to: u64) -> u64 {
@@ -34,7 +44,7 @@ fn round_up(n: u64, to: u64) -> u64 {
 }
 
 impl Wal {
-    pub fn new(start: u64, len: u64, sector: u64, next_seq: u64) -> Wal {
+    pub fn new(start: u64, len: u64, sector: u64, next_seq: u64, epoch: u64) -> Wal {
         Wal {
             start,
             len,
@@ -42,6 +52,7 @@ impl Wal {
             next_seq,
             sector,
             clean_to: 0,
+            epoch,
         }
     }
 
@@ -70,8 +81,9 @@ impl Wal {
         buf[5] = kind;
         buf[8..16].copy_from_slice(&self.next_seq.to_le_bytes());
         buf[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        buf[24..32].copy_from_slice(&self.epoch.to_le_bytes());
         buf[HDR..HDR + payload.len()].copy_from_slice(payload);
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..20]), payload);
+        let crc = record_crc(&buf);
         buf[20..24].copy_from_slice(&crc.to_le_bytes());
         if let Some(eu) = disk.geo.erase_unit.filter(|_| disk.geo.program_once) {
             while self.clean_to < self.pos + total {
@@ -99,7 +111,8 @@ impl Wal {
             disk.read(Region::Wal, self.start + self.pos, &mut head)?;
             let ok = u32::from_le_bytes(head[0..4].try_into().unwrap()) == MAGIC
                 && head[4] == VERSION
-                && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq;
+                && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq
+                && u64::from_le_bytes(head[24..32].try_into().unwrap()) == self.epoch;
             if !ok {
                 break;
             }
@@ -117,12 +130,11 @@ impl Wal {
                     &mut buf[self.sector as usize..],
                 )?;
             }
-            let payload = &buf[HDR..HDR + plen];
-            let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..20]), payload);
-            if crc != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
+            buf.truncate(HDR + plen);
+            if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
                 break;
             }
-            out.push((buf[5], payload.to_vec()));
+            out.push((buf[5], buf[HDR..].to_vec()));
             self.pos += total;
             self.next_seq += 1;
         }
@@ -130,15 +142,10 @@ impl Wal {
         Ok(out)
     }
 
-    /// True when the sector after the last valid record was written (a torn
-    /// record): on a program-once device the log must be reset before reuse.
-    pub fn tail_dirty(&self, disk: &Disk) -> bool {
-        self.pos < self.len && disk.programmed(self.start + self.pos, self.sector)
-    }
-
-    /// Starts over at the beginning of the region (after a checkpoint).
-    pub fn reset(&mut self) {
+    /// Starts over at the beginning of the region in a new epoch (after a checkpoint).
+    pub fn reset(&mut self, epoch: u64) {
         self.pos = 0;
         self.clean_to = 0;
+        self.epoch = epoch;
     }
 }

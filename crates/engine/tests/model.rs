@@ -1,0 +1,163 @@
+//! Property tests: the store behaves like a `BTreeMap` across puts, deletes,
+//! batches, scans both ways and reopens, for both page stores, several
+//! geometries and buffer sizes (1 frame included).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use flashkv_engine::{Db, IplGeometry, Options, StoreKind, WriteBatch};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Scan(Vec<u8>, Vec<u8>, bool, bool),
+    Reopen(bool),
+    Auto(Vec<u8>),
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        8 => proptest::collection::vec(0u8..6, 0..4),
+        1 => (0u8..6, 200usize..1025).prop_map(|(b, n)| vec![b; n]),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        8 => proptest::collection::vec(any::<u8>(), 0..120),
+        2 => (any::<u8>(), 500usize..2000).prop_map(|(b, n)| vec![b; n]),
+        1 => (any::<u8>(), 5000usize..20000).prop_map(|(b, n)| vec![b; n]),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        10 => (key(), value()).prop_map(|(k, v)| Step::Put(k, v)),
+        4 => key().prop_map(Step::Delete),
+        3 => proptest::collection::vec((key(), proptest::option::of(value())), 0..12).prop_map(Step::Batch),
+        2 => (key(), key(), any::<bool>(), any::<bool>()).prop_map(|(a, b, r, i)| Step::Scan(a, b, r, i)),
+        1 => any::<bool>().prop_map(Step::Reopen),
+        1 => value().prop_map(Step::Auto),
+    ]
+}
+
+fn configs() -> Vec<(StoreKind, usize)> {
+    let kinds = [
+        StoreKind::InPlace,
+        StoreKind::InPageLogging(IplGeometry::seed()),
+        StoreKind::InPageLogging(IplGeometry::shared()),
+        StoreKind::InPageLogging(IplGeometry::custom(4096, 8, 3)),
+    ];
+    let mut v = Vec::new();
+    for k in kinds {
+        for frames in [1, 3, 64] {
+            v.push((k, frames));
+        }
+    }
+    v
+}
+
+fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseError> {
+    let opts = Options::default()
+        .store(kind)
+        .buffer_pages(frames)
+        .max_size(48 << 20)
+        .wal_size(2 << 20);
+    let mut db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), opts.clone()).unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut next_auto = 0u64;
+    for s in steps {
+        match s {
+            Step::Put(k, v) => {
+                db.put(k, v).unwrap();
+                model.insert(k.clone(), v.clone());
+            }
+            Step::Delete(k) => {
+                prop_assert_eq!(db.delete(k).unwrap(), model.remove(k).is_some());
+            }
+            Step::Batch(ops) => {
+                let mut b = WriteBatch::default();
+                for (k, v) in ops {
+                    match v {
+                        Some(v) => {
+                            b.put(k, v);
+                            model.insert(k.clone(), v.clone());
+                        }
+                        None => {
+                            b.delete(k);
+                            model.remove(k);
+                        }
+                    }
+                }
+                db.write(b).unwrap();
+            }
+            Step::Scan(a, b, rev, incl) => {
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                let hib = if *incl { Bound::Included(&hi[..]) } else { Bound::Excluded(&hi[..]) };
+                let range = (Bound::Included(&lo[..]), hib);
+                let mut want: Vec<(Vec<u8>, Vec<u8>)> = model
+                    .range::<[u8], _>(range)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let got = if *rev {
+                    want.reverse();
+                    db.scan_rev::<(Bound<&[u8]>, Bound<&[u8]>)>(range).unwrap()
+                } else {
+                    db.scan::<(Bound<&[u8]>, Bound<&[u8]>)>(range).unwrap()
+                };
+                prop_assert_eq!(got, want);
+            }
+            Step::Reopen(clean) => {
+                let dev = if *clean { db.close().unwrap() } else { db.into_device() };
+                db = Db::open(dev, Options { store: None, ..opts.clone() }).unwrap();
+                prop_assert_eq!(db.store_kind(), kind);
+            }
+            Step::Auto(v) => {
+                let k = db.insert_auto(v).unwrap();
+                prop_assert_eq!(k, next_auto);
+                next_auto += 1;
+                model.insert(k.to_be_bytes().to_vec(), v.clone());
+            }
+        }
+    }
+    for (k, v) in &model {
+        prop_assert_eq!(db.get(k).unwrap(), Some(v.clone()));
+    }
+    let all: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+    prop_assert_eq!(db.scan(..).unwrap(), all.clone());
+    let mut rev = all;
+    rev.reverse();
+    prop_assert_eq!(db.scan_rev(..).unwrap(), rev);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn matches_btreemap(cfg in 0usize..12, steps in proptest::collection::vec(step(), 1..120)) {
+        let (kind, frames) = configs()[cfg];
+        run(kind, frames, &steps)?;
+    }
+}
+
+#[test]
+fn many_keys_every_config() {
+    for (kind, frames) in configs() {
+        let steps: Vec<Step> = (0..1500u32)
+            .map(|i| {
+                let k = (i.wrapping_mul(2654435761) % 5000).to_be_bytes().to_vec();
+                if i % 7 == 3 {
+                    Step::Delete(k)
+                } else if i % 500 == 499 {
+                    Step::Reopen(i % 1000 == 499)
+                } else {
+                    Step::Put(k, vec![i as u8; (i % 300) as usize])
+                }
+            })
+            .collect();
+        run(kind, frames, &steps).unwrap();
+    }
+}
