@@ -11,7 +11,7 @@ use crate::error::{corrupt, Error, Result};
 use crate::io::{Disk, RegionStats};
 use crate::options::{Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId};
-use crate::store::{InPlace, Ipl, PageStore, StoreStats, SWITCH_RECORD};
+use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::Wal;
 
@@ -372,7 +372,13 @@ impl Core {
                     )));
                 }
                 let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
-                Box::new(InPlace::new(l.data_start, l.data_len, ps as usize, unit))
+                Box::new(InPlace::new(
+                    l.data_start,
+                    l.data_len,
+                    ps as usize,
+                    unit,
+                    geo.program_once,
+                ))
             }
             StoreKind::InPageLogging(g) => {
                 Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
@@ -399,7 +405,7 @@ impl Core {
             poisoned: false,
             commits: 0,
             checkpoints: 0,
-            store: Box::new(InPlace::new(0, 0, 512, 512)),
+            store: Box::new(InPlace::new(0, 0, 512, 512, false)),
             disk,
         };
         std::mem::swap(&mut core.store, &mut store);
@@ -510,8 +516,7 @@ impl Core {
                 }
                 Ok(())
             }
-            SWITCH_RECORD => self.store.replay_switch(b),
-            _ => Err(corrupt("unknown log record kind")),
+            kind => self.store.replay(&mut self.disk, kind, b),
         }
     }
 

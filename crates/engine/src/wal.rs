@@ -36,7 +36,10 @@ pub(crate) struct Wal {
 fn record_crc(rec: &[u8]) -> u32 {
     let plen = u32::from_le_bytes(rec[16..20].try_into().unwrap()) as usize;
     let c = crc32c::crc32c(&rec[0..20]);
-    crc32c::crc32c_append(crc32c::crc32c_append(c, &rec[24..32]), &rec[HDR..HDR + plen])
+    crc32c::crc32c_append(
+        crc32c::crc32c_append(c, &rec[24..32]),
+        &rec[HDR..HDR + plen],
+    )
 }
 
 fn round_up(n: u64, to: u64) -> u64 {

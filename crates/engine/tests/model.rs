@@ -66,7 +66,11 @@ fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseErr
         .buffer_pages(frames)
         .max_size(48 << 20)
         .wal_size(2 << 20);
-    let mut db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), opts.clone()).unwrap();
+    let mut db = Db::open(
+        Box::new(flashkv_device::presets::open("dram-ssd").unwrap()),
+        opts.clone(),
+    )
+    .unwrap();
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut next_auto = 0u64;
     for s in steps {
@@ -96,7 +100,11 @@ fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseErr
             }
             Step::Scan(a, b, rev, incl) => {
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                let hib = if *incl { Bound::Included(&hi[..]) } else { Bound::Excluded(&hi[..]) };
+                let hib = if *incl {
+                    Bound::Included(&hi[..])
+                } else {
+                    Bound::Excluded(&hi[..])
+                };
                 let range = (Bound::Included(&lo[..]), hib);
                 let mut want: Vec<(Vec<u8>, Vec<u8>)> = model
                     .range::<[u8], _>(range)
@@ -111,8 +119,19 @@ fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseErr
                 prop_assert_eq!(got, want);
             }
             Step::Reopen(clean) => {
-                let dev = if *clean { db.close().unwrap() } else { db.into_device() };
-                db = Db::open(dev, Options { store: None, ..opts.clone() }).unwrap();
+                let dev = if *clean {
+                    db.close().unwrap()
+                } else {
+                    db.into_device()
+                };
+                db = Db::open(
+                    dev,
+                    Options {
+                        store: None,
+                        ..opts.clone()
+                    },
+                )
+                .unwrap();
                 prop_assert_eq!(db.store_kind(), kind);
             }
             Step::Auto(v) => {

@@ -22,7 +22,8 @@ fn smoke_both_stores() {
         for frames in [1, 4, 64] {
             let db = Db::open(dev(), opts(kind, frames)).unwrap();
             for i in 0..3000u32 {
-                db.put(&i.to_be_bytes(), format!("value-{i}").as_bytes()).unwrap();
+                db.put(&i.to_be_bytes(), format!("value-{i}").as_bytes())
+                    .unwrap();
             }
             for i in (0..3000u32).step_by(3) {
                 assert!(db.delete(&i.to_be_bytes()).unwrap());
@@ -34,7 +35,11 @@ fn smoke_both_stores() {
                 if i % 3 == 0 {
                     assert_eq!(v, None, "{kind:?} {frames} {i}");
                 } else {
-                    assert_eq!(v, Some(format!("value-{i}").into_bytes()), "{kind:?} {frames} {i}");
+                    assert_eq!(
+                        v,
+                        Some(format!("value-{i}").into_bytes()),
+                        "{kind:?} {frames} {i}"
+                    );
                 }
             }
             assert_eq!(db.scan(..).unwrap().len(), 2000);

@@ -2,31 +2,84 @@
 //! rewritten there whole. On a program-once device a page already written is
 //! updated by reading its erase unit, erasing it and writing it back
 //! (seed 001, §4: "32 write-, 32 read- and one erase operation").
+//!
+//! Erasing a unit destroys its other pages until the rewrite lands, so with
+//! a write-ahead log the new unit image is first written to one of two
+//! scratch units at the end of the region and a record naming it is logged
+//! (durably); recovery rewrites units whose image is still in its scratch
+//! unit. Scratch I/O is counted in the meta region, apart from the pages.
 
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
-use crate::error::Result;
+use crate::error::{corrupt, Result};
 use crate::io::{Disk, Region};
 use crate::options::StoreKind;
 use crate::page::{Page, PageId};
+
+/// Write-ahead log record kind of a unit rewrite staged in a scratch unit.
+pub(crate) const UNIT_RECORD: u8 = 3;
 
 pub(crate) struct InPlace {
     start: u64,
     len: u64,
     page_size: usize,
     unit: u64,
+    /// Offsets of the two scratch units (program-once devices only).
+    scratch: Option<[u64; 2]>,
+    next_scratch: usize,
     stats: StoreStats,
 }
 
 impl InPlace {
-    pub fn new(start: u64, len: u64, page_size: usize, unit: u64) -> InPlace {
+    /// A store over `[start, start+len)`; on program-once devices the last
+    /// two erase units of `unit` bytes are scratch.
+    pub fn new(start: u64, len: u64, page_size: usize, unit: u64, program_once: bool) -> InPlace {
+        let (len, scratch) = if program_once && len >= 3 * unit {
+            let s = start + len - 2 * unit;
+            (len - 2 * unit, Some([s, s + unit]))
+        } else {
+            (len, None)
+        };
         InPlace {
             start,
             len,
             page_size,
             unit,
+            scratch,
+            next_scratch: 0,
             stats: StoreStats::default(),
         }
+    }
+
+    /// Read-erase-rewrite of the unit holding `off`, staged in a scratch unit.
+    fn rewrite_staged(
+        &mut self,
+        disk: &mut Disk,
+        scratch: [u64; 2],
+        off: u64,
+        img: &[u8],
+    ) -> Result<()> {
+        let base = off - off % self.unit;
+        let mut unit = vec![0u8; self.unit as usize];
+        disk.read(Region::Data, base, &mut unit)?;
+        let at = (off - base) as usize;
+        unit[at..at + img.len()].copy_from_slice(img);
+        let s = scratch[self.next_scratch];
+        self.next_scratch ^= 1;
+        if disk.programmed(s, self.unit) {
+            disk.erase(Region::Meta, s, self.unit)?;
+        }
+        disk.write(Region::Meta, s, &unit)?;
+        let mut rec = Vec::with_capacity(20);
+        rec.extend_from_slice(&base.to_le_bytes());
+        rec.extend_from_slice(&s.to_le_bytes());
+        rec.extend_from_slice(&crc32c::crc32c(&unit).to_le_bytes());
+        disk.journal(UNIT_RECORD, &rec)?;
+        disk.erase(Region::Data, base, self.unit)?;
+        disk.write(Region::Data, base, &unit)?;
+        disk.data.unit_rewrites += 1;
+        self.stats.erases += 1;
+        Ok(())
     }
     fn offset(&self, id: PageId) -> u64 {
         self.start + id * self.page_size as u64
@@ -66,10 +119,15 @@ impl PageStore for InPlace {
             let off = self.offset(*id);
             let img = f.page.seal();
             if disk.programmed(off, img.len() as u64) {
-                let before = disk.data.erases;
-                disk.rewrite_in_place(Region::Data, off, img)?;
+                match self.scratch.filter(|_| disk.journal.is_some()) {
+                    Some(scratch) => self.rewrite_staged(disk, scratch, off, img)?,
+                    None => {
+                        let before = disk.data.erases;
+                        disk.rewrite_in_place(Region::Data, off, img)?;
+                        self.stats.erases += disk.data.erases - before;
+                    }
+                }
                 self.stats.unit_rewrites += 1;
-                self.stats.erases += disk.data.erases - before;
             } else {
                 disk.write(Region::Data, off, img)?;
             }
@@ -80,6 +138,32 @@ impl PageStore for InPlace {
     }
 
     fn encode_state(&self, _: &mut Vec<u8>) {}
+
+    fn replay(&mut self, disk: &mut Disk, kind: u8, b: &[u8]) -> Result<()> {
+        if kind != UNIT_RECORD || b.len() != 20 {
+            return Err(corrupt("unexpected log record for the in-place store"));
+        }
+        let base = u64::from_le_bytes(b[0..8].try_into().unwrap());
+        let s = u64::from_le_bytes(b[8..16].try_into().unwrap());
+        let crc = u32::from_le_bytes(b[16..20].try_into().unwrap());
+        if self.scratch.map_or(true, |sc| !sc.contains(&s))
+            || base % self.unit != 0
+            || base < self.start
+            || base + self.unit > self.start + self.len
+        {
+            return Err(corrupt("unit rewrite record out of range"));
+        }
+        let mut unit = vec![0u8; self.unit as usize];
+        disk.read(Region::Meta, s, &mut unit)?;
+        if crc32c::crc32c(&unit) != crc {
+            // The scratch unit was reused: this rewrite had completed.
+            return Ok(());
+        }
+        if disk.programmed(base, self.unit) {
+            disk.erase(Region::Data, base, self.unit)?;
+        }
+        disk.write(Region::Data, base, &unit)
+    }
     fn stats(&self) -> StoreStats {
         self.stats
     }

@@ -443,7 +443,12 @@ impl PageStore for Ipl {
         self.stats
     }
 
-    fn replay_switch(&mut self, b: &[u8]) -> Result<()> {
+    fn replay(&mut self, _: &mut Disk, kind: u8, b: &[u8]) -> Result<()> {
+        if kind != SWITCH_RECORD {
+            return Err(corrupt(
+                "unexpected log record for the in-page-logging store",
+            ));
+        }
         self.replay_switch_record(b)
     }
 }

@@ -4,7 +4,7 @@ mod inplace;
 mod ipl;
 
 pub(crate) use inplace::InPlace;
-pub(crate) use ipl::{Ipl, SWITCH_RECORD};
+pub(crate) use ipl::Ipl;
 
 use crate::buffer::Frame;
 use crate::error::Result;
@@ -51,11 +51,6 @@ pub(crate) trait PageStore: Send {
     /// State to persist in a checkpoint.
     fn encode_state(&self, out: &mut Vec<u8>);
     fn stats(&self) -> StoreStats;
-    /// Replays an erase-unit map switch logged by [`Self::write`].
-    fn replay_switch(&mut self, b: &[u8]) -> Result<()> {
-        let _ = b;
-        Err(crate::error::corrupt(
-            "map switch record for a store without a map",
-        ))
-    }
+    /// Replays a record the store logged through [`Disk::journal`].
+    fn replay(&mut self, disk: &mut Disk, kind: u8, b: &[u8]) -> Result<()>;
 }
