@@ -1,0 +1,219 @@
+//! `flashkv kv`: poke at a key-value store from the shell.
+//!
+//! Without `--device` the store lives in the file at `--db` (a real file
+//! device). With `--device PRESET` it runs on that simulated device, whose
+//! data is kept in the file at `--db` (the file is the device's backing
+//! store, so the store survives between invocations; the simulated device's
+//! wear and programmed-sector state start afresh each time, so its counters
+//! cover one invocation).
+
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+use flashkv_device::{presets, DataStore, SimDevice};
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+
+#[derive(Args)]
+pub struct KvArgs {
+    /// File holding the store (or the simulated device's data with --device).
+    #[arg(long)]
+    db: PathBuf,
+    /// Run on a simulated device preset (see `flashkv devices`).
+    #[arg(long)]
+    device: Option<String>,
+    /// Page store of a new store; an existing store is reopened with the one it was created with.
+    #[arg(long, value_enum)]
+    store: Option<Store>,
+    /// Bytes of the device the store uses (new stores), e.g. 64m.
+    #[arg(long, default_value = "64m")]
+    size: String,
+    /// Buffer pool frames.
+    #[arg(long, default_value_t = 64)]
+    buffer: usize,
+    #[command(subcommand)]
+    cmd: KvCmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Store {
+    /// Whole pages written in place.
+    InPlace,
+    /// In-page logging, seed 001 layout (28 x 4 KB pages + 32 x 512 B log sectors).
+    Ipl,
+    /// In-page logging, SIGMOD 2007 layout (15 x 8 KB pages + 16 shared log sectors).
+    IplShared,
+}
+
+#[derive(Subcommand)]
+enum KvCmd {
+    /// Set KEY to VALUE.
+    Put { key: String, value: String },
+    /// Print the value of KEY (exit 1 if absent).
+    Get { key: String },
+    /// Remove KEY (exit 1 if absent).
+    Delete { key: String },
+    /// Print key<TAB>value lines in key order.
+    Scan {
+        /// First key (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// Last key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Descending order.
+        #[arg(long)]
+        reverse: bool,
+        /// At most this many pairs.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Print the store's counters.
+    Stats,
+}
+
+enum Fail {
+    Usage(String),
+    Run(String),
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::KeyTooLarge { .. }
+            | Error::ValueTooLarge { .. }
+            | Error::StoreMismatch { .. }
+            | Error::Options(_)
+            | Error::NotAStore
+            | Error::Version { .. } => Fail::Usage(e.to_string()),
+            _ => Fail::Run(e.to_string()),
+        }
+    }
+}
+
+pub fn run(args: KvArgs) -> ExitCode {
+    match exec(args) {
+        Ok(code) => code,
+        Err(Fail::Usage(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Fail::Run(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn open(args: &KvArgs) -> Result<Db, Fail> {
+    let size = flashkv_device::parse_size(&args.size).map_err(|e| Fail::Usage(e.to_string()))?;
+    let mut opts = Options::default()
+        .buffer_pages(args.buffer.max(1))
+        .max_size(size);
+    opts.store = args.store.map(|s| match s {
+        Store::InPlace => StoreKind::InPlace,
+        Store::Ipl => StoreKind::InPageLogging(IplGeometry::seed()),
+        Store::IplShared => StoreKind::InPageLogging(IplGeometry::shared()),
+    });
+    match &args.device {
+        None => Ok(Db::open_path(&args.db, opts)?),
+        Some(name) => {
+            let spec = presets::get(name).map_err(|e| Fail::Usage(e.to_string()))?;
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&args.db)
+                .map_err(|e| Fail::Run(format!("{}: {e}", args.db.display())))?;
+            let dev = SimDevice::with_store(&spec, DataStore::File(file))
+                .map_err(|e| Fail::Run(e.to_string()))?;
+            Ok(Db::open(Box::new(dev), opts)?)
+        }
+    }
+}
+
+fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
+    let db = open(&args)?;
+    let code = match &args.cmd {
+        KvCmd::Put { key, value } => {
+            db.put(key.as_bytes(), value.as_bytes())?;
+            ExitCode::SUCCESS
+        }
+        KvCmd::Get { key } => match db.get(key.as_bytes())? {
+            Some(v) => {
+                println!("{}", String::from_utf8_lossy(&v));
+                ExitCode::SUCCESS
+            }
+            None => ExitCode::from(1),
+        },
+        KvCmd::Delete { key } => {
+            if db.delete(key.as_bytes())? {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        KvCmd::Scan {
+            from,
+            to,
+            reverse,
+            limit,
+        } => {
+            use std::ops::Bound;
+            let lo = from
+                .as_deref()
+                .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
+            let hi = to
+                .as_deref()
+                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
+            let pairs = db.scan_dir((lo, hi), *reverse, limit.unwrap_or(usize::MAX))?;
+            let mut out = String::new();
+            for (k, v) in pairs {
+                out.push_str(&String::from_utf8_lossy(&k));
+                out.push('\t');
+                out.push_str(&String::from_utf8_lossy(&v));
+                out.push('\n');
+            }
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        KvCmd::Stats => {
+            let s = db.stats();
+            println!("store\t{}", s.store_kind);
+            println!("policy\t{}", s.policy);
+            println!(
+                "buffer hits / misses\t{} / {}",
+                s.buffer.hits, s.buffer.misses
+            );
+            println!(
+                "evictions dirty / clean\t{} / {}",
+                s.buffer.dirty_evictions, s.buffer.clean_evictions
+            );
+            println!(
+                "page reads / writes\t{} / {}",
+                s.store.page_reads, s.store.page_writes
+            );
+            println!(
+                "log sector reads / writes\t{} / {}",
+                s.store.log_reads, s.store.log_writes
+            );
+            println!("merges / erases\t{} / {}", s.store.merges, s.store.erases);
+            for (name, r) in [("data", s.data_io), ("wal", s.wal_io), ("meta", s.meta_io)] {
+                println!(
+                    "{name} I/O reads / writes / erases\t{} / {} / {}",
+                    r.reads, r.writes, r.erases
+                );
+            }
+            println!(
+                "device reads / writes / erases\t{} / {} / {}",
+                s.device.host_reads, s.device.host_writes, s.device.block_erases
+            );
+            ExitCode::SUCCESS
+        }
+    };
+    // Make the change durable and leave a checkpoint behind.
+    db.close()?;
+    Ok(code)
+}
