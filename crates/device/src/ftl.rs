@@ -430,6 +430,7 @@ impl Model for PageFtl {
         len: u64,
         st: &mut DeviceStats,
     ) -> Result<Completion> {
+        size_erase_counts(st, self.valid.len());
         let mut cost = Cost::new(at);
         let t = self.command(at, self.front.read_cmd_ns, &mut cost);
         // A page's die is fixed by its number, so reads need no map lookup;
@@ -759,5 +760,252 @@ impl Model for BlockFtl {
 
     fn busy_until(&self) -> Option<Nanos> {
         Some(self.dev_free)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A small page-mapped FTL: 1 MiB of 4 KB pages, 8-page blocks, 2 dies.
+    fn page_params(op: f64) -> FtlParams {
+        FtlParams {
+            mapping: FtlMapping::Page,
+            page_size: 4096,
+            pages_per_block: 8,
+            sector_size: 512,
+            read_us: 10.0,
+            program_us: 100.0,
+            erase_us: 1000.0,
+            bus_mb_per_s: 0.0,
+            channels: 2,
+            dies_per_channel: 1,
+            read_uj: 0.0,
+            program_uj: 0.0,
+            erase_uj: 0.0,
+            host_mb_per_s: 4096.0,
+            read_command_us: 0.0,
+            write_command_us: 0.0,
+            over_provisioning: op,
+            gc_free_blocks: 2,
+        }
+    }
+
+    fn front() -> Front {
+        Front {
+            sector_size: 512,
+            capacity: 1 << 20,
+            page_size: 4096,
+            host_mb_per_s: 4096.0,
+            page_host_ns: 1000,
+            read_cmd_ns: 0,
+            write_cmd_ns: 0,
+        }
+    }
+
+    fn array() -> NandArray {
+        ArraySpec {
+            kind: "ftl",
+            page_size: 4096,
+            pages_per_block: 8,
+            sector_size: 512,
+            read_us: 10.0,
+            program_us: 100.0,
+            erase_us: 1000.0,
+            bus_mb_per_s: 0.0,
+            channels: 2,
+            dies_per_channel: 1,
+            read_uj: 0.0,
+            program_uj: 0.0,
+            erase_uj: 0.0,
+        }
+        .build()
+        .unwrap()
+    }
+
+    fn page_ftl(op: f64) -> PageFtl {
+        PageFtl::new(&page_params(op), front(), array()).unwrap()
+    }
+
+    /// Ganged blocks of 8 pages x 2 dies = 64 KB; 1 MiB holds 16 of them.
+    fn block_ftl() -> BlockFtl {
+        let p = FtlParams {
+            mapping: FtlMapping::Block,
+            over_provisioning: 0.0,
+            ..page_params(0.0)
+        };
+        BlockFtl::new(&p, front(), array()).unwrap()
+    }
+
+    /// (page, pages, partial, trim): a write or trim of whole pages, or a
+    /// 512 B write into a page.
+    fn ops() -> impl Strategy<Value = Vec<(u64, u64, bool, bool)>> {
+        proptest::collection::vec(
+            (
+                0u64..256,
+                1u64..4,
+                any::<bool>(),
+                prop::bool::weighted(0.05),
+            ),
+            300..900,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn page_mapping_stays_consistent_and_loses_no_live_page(ops in ops()) {
+            let mut f = page_ftl(0.25);
+            let mut st = DeviceStats::default();
+            let mut live = vec![false; 256];
+            let mut at = 0;
+            for (page, n, partial, trim) in ops {
+                let n = n.min(256 - page);
+                let (off, len) = if partial { (page * 4096 + 512, 512) } else { (page * 4096, n * 4096) };
+                let c = if trim {
+                    f.trim(at, off, len, &mut st).unwrap()
+                } else {
+                    f.write(at, off, len, &mut st).unwrap()
+                };
+                at = c.end;
+                for p in off / 4096..(off + len).div_ceil(4096) {
+                    if !trim {
+                        live[p as usize] = true;
+                    } else if !partial {
+                        live[p as usize] = false;
+                    }
+                }
+                if let Err(e) = f.check_invariants() {
+                    return Err(TestCaseError::fail(e));
+                }
+            }
+            for (lpn, &l) in live.iter().enumerate() {
+                prop_assert_eq!(f.l2p[lpn] != NONE, l, "lpn {}", lpn);
+            }
+            // 40 blocks of 8 pages hold 256 logical pages: every case collects.
+            prop_assert!(st.gc_page_moves > 0 && st.block_erases > 0);
+            let erases: u64 = st.erase_counts.iter().map(|&c| u64::from(c)).sum();
+            prop_assert_eq!(erases, st.block_erases);
+        }
+
+        #[test]
+        fn block_mapping_never_loses_or_shares_a_block(ops in ops()) {
+            let mut f = block_ftl();
+            let mut st = DeviceStats::default();
+            let mut at = 0;
+            let mut seq = 0u64;
+            for (page, n, partial, sequential) in ops {
+                let (off, len) = if sequential {
+                    // A run of whole pages from where the last one ended.
+                    let off = seq % (1 << 20);
+                    (off, (n * 4096).min((1 << 20) - off))
+                } else if partial {
+                    (page * 4096 + 512, 512)
+                } else {
+                    (page * 4096, n.min(256 - page) * 4096)
+                };
+                seq = off + len;
+                at = f.write(at, off, len, &mut st).unwrap().end;
+                if let Err(e) = f.check_invariants() {
+                    return Err(TestCaseError::fail(e));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn greedy_gc_moves_nothing_when_overwrites_are_sequential() {
+        let mut f = page_ftl(0.25);
+        let mut st = DeviceStats::default();
+        for round in 0..6 {
+            for page in 0..256u64 {
+                f.write(round, page * 4096, 4096, &mut st).unwrap();
+            }
+        }
+        // Whole blocks become invalid together: victims have no valid page.
+        assert!(st.block_erases > 0);
+        assert_eq!(st.gc_page_moves, 0);
+        assert_eq!(st.write_amplification(), 1.0);
+        f.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn random_overwrites_amplify_writes_and_spread_wear() {
+        let mut f = page_ftl(0.25);
+        let mut st = DeviceStats::default();
+        let mut x = 12345u64;
+        for page in 0..256u64 {
+            f.write(0, page * 4096, 4096, &mut st).unwrap();
+        }
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            f.write(0, (x >> 33) % 256 * 4096, 4096, &mut st).unwrap();
+        }
+        st.host_write_bytes = (256 + 20_000) * 4096;
+        let wa = st.write_amplification();
+        assert!(wa > 1.2 && wa < 4.0, "write amplification {wa}");
+        let wear = st.wear().unwrap();
+        assert!(
+            wear.min > 0 && f64::from(wear.max) < 2.0 * wear.mean,
+            "{wear:?}"
+        );
+    }
+
+    #[test]
+    fn trimmed_pages_are_not_moved_by_gc() {
+        let mut f = page_ftl(0.25);
+        let mut st = DeviceStats::default();
+        for page in 0..256u64 {
+            f.write(0, page * 4096, 4096, &mut st).unwrap();
+        }
+        f.trim(0, 0, 1 << 20, &mut st).unwrap();
+        assert!(f.valid.iter().all(|&v| v == 0));
+        let mut x = 7u64;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            f.write(0, (x >> 33) % 32 * 4096, 4096, &mut st).unwrap();
+        }
+        // Only 32 pages are live, so victims are (nearly) empty.
+        assert!(st.gc_page_moves < st.nand_page_programs / 10, "{st:?}");
+        f.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_partial_page_write_reads_the_rest_of_the_page() {
+        let mut f = page_ftl(0.25);
+        let mut st = DeviceStats::default();
+        f.write(0, 0, 512, &mut st).unwrap();
+        assert_eq!(st.nand_page_reads, 0); // nothing there yet
+        let c = f.write(1_000_000, 512, 512, &mut st).unwrap();
+        assert_eq!(st.nand_page_reads, 1);
+        assert_eq!(st.nand_program_bytes, 2 * 4096);
+        // Host transfer of 512 B (125 ns) overlaps the 10 us read; then program.
+        assert_eq!(c.end - 1_000_000, 10_000 + 100_000);
+    }
+
+    #[test]
+    fn too_little_over_provisioning_is_a_spec_error() {
+        let e = model(&page_params(0.0), 1 << 20).err().unwrap().to_string();
+        assert!(
+            e.contains("over_provisioning") && e.contains("spare blocks"),
+            "{e}"
+        );
+        let e = model(
+            &FtlParams {
+                host_mb_per_s: 0.0,
+                ..page_params(0.25)
+            },
+            1 << 20,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("host_mb_per_s"), "{e}");
     }
 }
