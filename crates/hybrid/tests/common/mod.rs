@@ -1,6 +1,8 @@
 //! Devices for the hybrid's tests.
 #![allow(dead_code)] // each test binary uses its own part
 
+pub mod crash;
+
 use flashkv_device::{BlockDevice, DeviceSpec, SimDevice};
 
 /// A DRAM-model device: fast, deterministic, real data.
