@@ -164,8 +164,8 @@ impl ArraySpec<'_> {
     pub fn build(&self) -> Result<NandArray> {
         let k = self.kind;
         require(
-            self.sector_size.is_power_of_two(),
-            &format!("{k}: sector_size must be a power of two"),
+            self.sector_size.is_power_of_two() && self.sector_size <= u64::from(u32::MAX / 2 + 1),
+            &format!("{k}: sector_size must be a power of two of at most 2 GiB"),
         )?;
         require(
             self.page_size > 0 && self.page_size % self.sector_size == 0,

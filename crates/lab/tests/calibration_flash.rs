@@ -72,6 +72,17 @@ fn flash_ssd_2005_reproduces_seed_004_within_15_percent_at_iodepth_2() {
 }
 
 #[test]
+fn flash_ssd_2005_with_5_percent_writes_falls_to_about_300_iops() {
+    // Seed 004: "Even if the write percentage was only 5% the total number of
+    // 4K IOPs would fall from 1075 in pure reads to about 300".
+    let rr = profile("flash-ssd-2005", Pattern::RandRead, 4096, 2, 400, 64 * MIB);
+    let rw = profile("flash-ssd-2005", Pattern::RandWrite, 4096, 2, 100, 64 * MIB);
+    let iops = 1.0 / (0.95 / rr.iops + 0.05 / rw.iops);
+    println!("flash-ssd-2005 95/5 read/write 4096 B: model {iops:.0} IOPS, seed about 300");
+    assert!((iops / 300.0 - 1.0).abs() < 0.15, "{iops}");
+}
+
+#[test]
 fn flash_ssd_2005_serves_one_request_at_a_time() {
     let q1 = profile("flash-ssd-2005", Pattern::RandWrite, 4096, 1, 100, 64 * MIB);
     let q2 = profile("flash-ssd-2005", Pattern::RandWrite, 4096, 2, 100, 64 * MIB);
