@@ -233,7 +233,20 @@ impl Db {
         })
     }
 
-    /// Pairs with keys in `range`, in ascending key order.
+    /// Pairs with keys in `range`, in ascending key order. `range` is `..`
+    /// or a pair of bounds on byte slices:
+    ///
+    /// ```
+    /// # use flashkv_engine::{Db, Options};
+    /// use std::ops::Bound::{Excluded, Included};
+    /// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+    /// for k in [b"a", b"b", b"c"] {
+    ///     db.put(k, b"").unwrap();
+    /// }
+    /// let keys: Vec<_> = db.scan((Included(&b"a"[..]), Excluded(&b"c"[..]))).unwrap();
+    /// assert_eq!(keys.len(), 2);
+    /// assert_eq!(db.scan_rev(..).unwrap()[0].0, b"c");
+    /// ```
     pub fn scan<R: RangeBounds<[u8]>>(&self, range: R) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.scan_dir(range, false, usize::MAX)
     }

@@ -1,0 +1,100 @@
+//! Workloads and the reference model shared by the crash tests.
+
+use std::collections::BTreeMap;
+
+use flashkv_device::DeviceError;
+use flashkv_engine::{Db, Error, WriteBatch};
+use rand::rngs::SmallRng;
+use rand::Rng;
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Flush,
+}
+
+pub fn workload(rng: &mut SmallRng, n: usize) -> Vec<Op> {
+    let key = |rng: &mut SmallRng| format!("k{:03}", rng.gen_range(0..150)).into_bytes();
+    let val = |rng: &mut SmallRng| {
+        let len = if rng.gen_bool(0.05) {
+            rng.gen_range(2000..9000)
+        } else {
+            rng.gen_range(0..200)
+        };
+        vec![rng.gen::<u8>(); len]
+    };
+    (0..n)
+        .map(|_| match rng.gen_range(0..100) {
+            0..=64 => Op::Put(key(rng), val(rng)),
+            65..=79 => Op::Delete(key(rng)),
+            80..=93 => Op::Batch(
+                (0..rng.gen_range(2..7))
+                    .map(|_| (key(rng), rng.gen_bool(0.7).then(|| val(rng))))
+                    .collect(),
+            ),
+            _ => Op::Flush,
+        })
+        .collect()
+}
+
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Runs `ops`; returns the model after each acknowledged op and the index of
+/// the last state known durable.
+pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
+    let mut m = Model::new();
+    let mut states = vec![m.clone()];
+    let mut durable = 0;
+    for op in ops {
+        let mut next = m.clone();
+        let r = match op {
+            Op::Put(k, v) => {
+                next.insert(k.clone(), v.clone());
+                db.put(k, v)
+            }
+            Op::Delete(k) => {
+                next.remove(k);
+                db.delete(k).map(drop)
+            }
+            Op::Batch(b) => {
+                let mut wb = WriteBatch::default();
+                for (k, v) in b {
+                    match v {
+                        Some(v) => {
+                            wb.put(k, v);
+                            next.insert(k.clone(), v.clone());
+                        }
+                        None => {
+                            wb.delete(k);
+                            next.remove(k);
+                        }
+                    }
+                }
+                db.write(wb)
+            }
+            Op::Flush => db.flush(),
+        };
+        let changes = !matches!(op, Op::Flush);
+        match r {
+            Ok(()) if changes => {
+                m = next;
+                states.push(m.clone());
+                if sync {
+                    durable = states.len() - 1;
+                }
+            }
+            Ok(()) => durable = states.len() - 1,
+            Err(Error::Device(DeviceError::Crashed)) | Err(Error::Poisoned) => {
+                // The op in flight may or may not have committed.
+                if changes {
+                    states.push(next);
+                }
+                return (states, durable, true);
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    (states, durable, false)
+}
