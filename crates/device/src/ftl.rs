@@ -11,12 +11,14 @@
 //!   (over-provisioning) keeps that possible. Trim invalidates pages.
 //! * `mapping = "block"`: a logical block lives in one physical block, as in
 //!   early flash disks and USB sticks. The block is ganged across all dies
-//!   (page `i` of a block on die `i % dies`). A write that does not continue
-//!   a sequential run reads the whole old block, programs a fresh block with
-//!   the merged data and erases the old one (seed 004: "read the entire block
-//!   ... erase ... rewrite all 132 KBytes"). A sequential run fills a fresh
-//!   block page by page and only erases the old one when it is complete.
-//!   Such devices serve one command at a time and ignore trim.
+//!   (page `i` of a block on die `i % dies`). A write that starts a block or
+//!   continues a sequential run fills a fresh block page by page; the old
+//!   block is erased when the run completes the block, or after its remaining
+//!   pages are copied when the run breaks off. Any other write, including a
+//!   whole block written out of sequence, reads the whole old block, programs
+//!   a fresh block with the merged data and erases the old one (seed 004:
+//!   "read the entire block ... erase ... rewrite all 132 KBytes"). Such
+//!   devices serve one command at a time and ignore trim.
 //!
 //! Commands pass the controller one at a time (`read_command_us`,
 //! `write_command_us`), data crosses the host interface at `host_mb_per_s`,
