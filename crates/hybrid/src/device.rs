@@ -225,8 +225,8 @@ impl HybridDevice {
         match m.record_at(&mut io, pos % c)? {
             Some(len) => {
                 for slot in pos % c + 1..pos % c + len {
-                    if let Some((home, _)) = decode(m.rev_get(&mut io, slot)?) {
-                        if decode(m.fwd_get(&mut io, home)?).map(|x| x.0) == Some(slot) {
+                    if let Some(home) = decode(m.rev_get(&mut io, slot)?).map(|e| e.value) {
+                        if decode(m.fwd_get(&mut io, home)?).map(|e| e.value) == Some(slot) {
                             m.fwd_clear(&mut io, home)?;
                             self.cached_sectors -= 1;
                         }
@@ -301,10 +301,10 @@ impl HybridDevice {
             let home0 = extents[0].0;
             for i in 0..k {
                 let (home, slot) = (home0 + i, idx + 1 + i);
-                if let Some((old, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
-                    m.rev_clear(&mut io, old)?;
+                if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
+                    m.rev_clear(&mut io, old.value)?;
                     self.cached_sectors -= 1;
-                    self.dirty_sectors -= u64::from(was_dirty);
+                    self.dirty_sectors -= u64::from(old.unflushed());
                 }
                 m.fwd_set(&mut io, home, encode(slot, dirty))?;
                 m.rev_set(&mut io, slot, encode(home, dirty))?;
@@ -362,10 +362,10 @@ impl HybridDevice {
     fn dirty_or_drop(&mut self, t: &mut Nanos, home: u64) -> Result<bool> {
         let (m, mut io) = mio!(self, *t);
         let r = match decode(m.fwd_get(&mut io, home)?) {
-            Some((_, true)) => true,
-            Some((slot, false)) => {
+            Some(e) if e.dirty => true,
+            Some(e) => {
                 m.fwd_clear(&mut io, home)?;
-                m.rev_clear(&mut io, slot)?;
+                m.rev_clear(&mut io, e.value)?;
                 self.cached_sectors -= 1;
                 false
             }
@@ -434,7 +434,7 @@ impl HybridDevice {
         {
             let (m, mut io) = mio!(self, t);
             for i in 0..n {
-                let slot = decode(m.fwd_get(&mut io, v + i)?).map(|x| x.0);
+                let slot = decode(m.fwd_get(&mut io, v + i)?).map(|e| e.value);
                 let extends = match (runs.last(), slot) {
                     (Some(&(_, _, None)), None) => true,
                     (Some(&(_, cnt, Some(first))), Some(x)) => x == first + cnt,
@@ -494,12 +494,12 @@ impl HybridDevice {
         {
             let (m, mut io) = mio!(self, t);
             for home in v..v + n {
-                if let Some((slot, d)) = decode(m.fwd_get(&mut io, home)?) {
+                if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                     m.fwd_clear(&mut io, home)?;
-                    m.rev_clear(&mut io, slot)?;
+                    m.rev_clear(&mut io, e.value)?;
                     self.cached_sectors -= 1;
-                    if d {
-                        self.dirty_sectors -= 1;
+                    self.dirty_sectors -= u64::from(e.unflushed());
+                    if e.dirty {
                         match dirty.last_mut() {
                             Some((h, k)) if *h + *k == home => *k += 1,
                             _ => dirty.push((home, 1)),

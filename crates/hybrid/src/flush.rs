@@ -1,21 +1,28 @@
-//! The flush worker (HeteroDrive §3.2): takes rounds of records from the
-//! dirty tail, sorts their live dirty sectors by home sector, merges
-//! neighbours into large HDD writes, and finally makes the HDD durable before
-//! a superblock moves the tail past them. The SSD reads of one round overlap
-//! the HDD writes of the previous one.
+//! The flush worker (HeteroDrive §3.2). A round takes the records from the
+//! dirty tail up to `round_bytes` of log, sorts their dirty sectors by home
+//! sector, merges neighbours into large HDD writes and issues them in
+//! increasing sector order; the SSD reads of one write overlap the HDD write
+//! before it.
+//!
+//! A sector written back is marked flushed but stays dirty (recovery would
+//! still replay it, and new writes to it stay in the cache) until its whole
+//! round is on the HDD: then the HDD is made durable and a superblock moves
+//! the tail past the round. So an idle period may end in mid-round without
+//! losing the work done, and the log is only released behind durable data.
 
 use flashkv_device::Nanos;
 
 use crate::device::HybridDevice;
 use crate::error::{HybridError, Result};
 use crate::layout::Superblock;
-use crate::maps::{decode, encode};
-use crate::record::{Header, Kind};
+use crate::maps::{decode, encode, encode_flushed};
+use crate::record::Header;
 
 /// When a flush session stops.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Goal {
-    /// Idle time: start rounds only before the next request arrives.
+    /// Idle time: issue writes only while the devices are free before the
+    /// next request arrives at `deadline`.
     Idle { deadline: Nanos },
     /// Pressure: until the dirty span is at most this many sectors.
     Span(u64),
@@ -23,16 +30,9 @@ pub(crate) enum Goal {
     Drain,
 }
 
-/// A log record a round flushes: log position, length, offset in the round's buffer.
-struct Rec {
-    pos: u64,
-    len: u64,
-    at: usize,
-}
-
 impl HybridDevice {
     /// Runs the flush worker from `start`; returns when its last step is
-    /// durable (or `start` if there was nothing to do).
+    /// done (durable, if the tail moved), or `start` if there was nothing to do.
     pub(crate) fn flush_session(&mut self, start: Nanos, goal: Goal) -> Result<Nanos> {
         let c = self.layout.cache_sectors;
         let s = self.layout.sector;
@@ -42,114 +42,114 @@ impl HybridDevice {
         let mut hdd_end = start;
         let mut cursor = self.log.dirty_tail;
         let mut last_seq = None;
-        while cursor < self.log.head {
-            let go = match goal {
-                Goal::Idle { deadline } => ssd_t < deadline,
-                Goal::Span(target) => self.log.head - cursor > target,
-                Goal::Drain => true,
-            };
-            if !go {
+        let mut wrote = false;
+        let out_of_time = |t: Nanos| matches!(goal, Goal::Idle { deadline } if t >= deadline);
+        'rounds: while cursor < self.log.head {
+            if out_of_time(ssd_t.max(hdd_end)) {
                 break;
             }
-            // Gather whole records.
-            let first = cursor;
+            if let Goal::Span(target) = goal {
+                if self.log.head - cursor <= target {
+                    break;
+                }
+            }
+            // The round's records and the dirty sectors not yet written back.
             let mut recs = Vec::new();
-            let mut bytes = 0usize;
+            let mut end = cursor;
+            let mut todo = Vec::new();
             {
                 let (m, mut io) = mio!(self, ssd_t);
-                while cursor < self.log.head && cursor - first < round {
-                    match m.record_at(&mut io, cursor % c)? {
+                while end < self.log.head && end - cursor < round {
+                    match m.record_at(&mut io, end % c)? {
                         Some(len) => {
-                            recs.push(Rec {
-                                pos: cursor,
-                                len,
-                                at: bytes,
-                            });
-                            bytes += (len * s) as usize;
-                            cursor += len;
+                            recs.push((end, len));
+                            end += len;
                         }
-                        None => cursor = ((cursor / c + 1) * c).min(self.log.head),
+                        // The unused end of a lap.
+                        None => end = ((end / c + 1) * c).min(self.log.head),
                     }
                 }
-                ssd_t = io.t;
-            }
-            // Read them, one SSD read per run of adjacent records.
-            let mut buf = vec![0u8; bytes];
-            let mut i = 0;
-            while i < recs.len() {
-                let mut j = i + 1;
-                while j < recs.len()
-                    && recs[j].pos == recs[j - 1].pos + recs[j - 1].len
-                    && recs[j].pos % c != 0
-                {
-                    j += 1;
-                }
-                let end = recs[j - 1].at + (recs[j - 1].len * s) as usize;
-                let r = self.ssd.read_at(
-                    ssd_t,
-                    self.layout.cache_offset(recs[i].pos % c),
-                    &mut buf[recs[i].at..end],
-                )?;
-                ssd_t = ssd_t.max(r.end);
-                i = j;
-            }
-            let read_end = ssd_t;
-            // Live dirty sectors: (home, offset in buf, slot).
-            let mut live = Vec::new();
-            {
-                let (m, mut io) = mio!(self, ssd_t);
-                for r in &recs {
-                    let header = Header::decode(&buf[r.at..r.at + s as usize])
-                        .filter(|h| h.len() == r.len && h.format_id == self.log.format_id)
-                        .ok_or(HybridError::Corrupt {
-                            what: "log record header",
-                            offset: self.layout.cache_offset(r.pos % c),
-                        })?;
-                    last_seq = Some(header.seq);
-                    if header.kind != Kind::Data {
-                        continue;
-                    }
-                    header.check_data(
-                        &buf[r.at + s as usize..r.at + (r.len * s) as usize],
-                        self.layout.cache_offset(r.pos % c),
-                    )?;
-                    for j in 1..r.len {
-                        let slot = r.pos % c + j;
-                        if let Some((home, true)) = decode(m.rev_get(&mut io, slot)?) {
-                            live.push((home, r.at + (j * s) as usize, slot));
+                for &(pos, len) in &recs {
+                    for slot in pos % c + 1..pos % c + len {
+                        if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
+                            if e.unflushed() {
+                                todo.push((e.value, slot));
+                            }
                         }
                     }
                 }
                 ssd_t = io.t;
             }
-            live.sort_unstable_by_key(|x| x.0);
-            // Merge neighbours on the HDD into large writes, in sector order.
+            todo.sort_unstable();
             let mut i = 0;
-            while i < live.len() {
+            while i < todo.len() {
+                if out_of_time(ssd_t.max(hdd_end)) {
+                    break 'rounds;
+                }
                 let mut j = i + 1;
-                while j < live.len() && live[j].0 == live[j - 1].0 + 1 && j - i < max_run {
+                while j < todo.len() && todo[j].0 == todo[j - 1].0 + 1 && j - i < max_run {
                     j += 1;
                 }
-                let mut data = Vec::with_capacity((j - i) * s as usize);
-                for x in &live[i..j] {
-                    data.extend_from_slice(&buf[x.1..x.1 + s as usize]);
+                let mut data = vec![0u8; (j - i) * s as usize];
+                let mut k = i;
+                while k < j {
+                    let mut l = k + 1;
+                    while l < j && todo[l].1 == todo[l - 1].1 + 1 {
+                        l += 1;
+                    }
+                    let buf = &mut data[(k - i) * s as usize..(l - i) * s as usize];
+                    let r = self
+                        .ssd
+                        .read_at(ssd_t, self.layout.cache_offset(todo[k].1), buf)?;
+                    ssd_t = ssd_t.max(r.end);
+                    k = l;
                 }
-                let w = self.hdd.write_at(read_end, live[i].0 * s, &data)?;
+                let w = self.hdd.write_at(ssd_t, todo[i].0 * s, &data)?;
                 hdd_end = hdd_end.max(w.end);
                 self.st.flush_writes += 1;
                 self.st.flush_bytes += data.len() as u64;
+                wrote = true;
+                let (m, mut io) = mio!(self, ssd_t);
+                for &(home, slot) in &todo[i..j] {
+                    m.rev_set(&mut io, slot, encode_flushed(home))?;
+                    m.fwd_set(&mut io, home, encode_flushed(slot))?;
+                }
+                ssd_t = io.t;
+                self.dirty_sectors -= (j - i) as u64;
                 i = j;
             }
+            // The whole round is on the HDD: its sectors become clean.
             let (m, mut io) = mio!(self, ssd_t);
-            for &(home, _, slot) in &live {
-                m.rev_set(&mut io, slot, encode(home, false))?;
-                m.fwd_set(&mut io, home, encode(slot, false))?;
+            for &(pos, len) in &recs {
+                for slot in pos % c + 1..pos % c + len {
+                    if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
+                        if e.dirty {
+                            m.rev_set(&mut io, slot, encode(e.value, false))?;
+                            m.fwd_set(&mut io, e.value, encode(slot, false))?;
+                        }
+                    }
+                }
             }
             ssd_t = io.t;
-            self.dirty_sectors -= live.len() as u64;
+            if let Some(&(pos, len)) = recs.last() {
+                // The superblock names the last record the tail passes.
+                let offset = self.layout.cache_offset(pos % c);
+                let mut b = vec![0u8; s as usize];
+                ssd_t = ssd_t.max(self.ssd.read_at(ssd_t, offset, &mut b)?.end);
+                let h = Header::decode(&b)
+                    .filter(|h| h.len() == len && h.format_id == self.log.format_id)
+                    .ok_or(HybridError::Corrupt {
+                        what: "log record header",
+                        offset,
+                    })?;
+                last_seq = Some(h.seq);
+            }
+            cursor = end;
         }
         if cursor == self.log.dirty_tail {
-            return Ok(start);
+            let end = if wrote { ssd_t.max(hdd_end) } else { start };
+            self.st.flush_ns += end - start;
+            return Ok(end);
         }
         // HDD data durable first; only then may the superblock release the log.
         let hf = self.hdd.flush_at(hdd_end)?;

@@ -2,7 +2,9 @@
 //! slot → home sector), sharing one tablet pool.
 //!
 //! Entry encoding: `value + 1` in the low bits (zero is "unmapped"), [`DIRTY`]
-//! when the cached copy is not yet on the HDD. A reverse entry with
+//! while recovery would replay the copy (its record is past the durable
+//! tail), [`FLUSHED`] once the flush worker has also written it to the HDD.
+//! A reverse entry with
 //! [`HEADER`] marks the first slot of a log record and holds its length, so the
 //! flush worker and the reclaimer can walk the log through the map alone.
 
@@ -11,15 +13,40 @@ use crate::tablets::{Io, RadixMap, Tablets};
 
 pub(crate) const DIRTY: u64 = 1 << 63;
 pub(crate) const HEADER: u64 = 1 << 62;
-const VALUE: u64 = HEADER - 1;
+const FLUSHED: u64 = 1 << 61;
+const VALUE: u64 = FLUSHED - 1;
 
-/// Decoded entry: `None` if unmapped, else (value, dirty).
-pub(crate) fn decode(e: u64) -> Option<(u64, bool)> {
-    (e != 0).then(|| ((e & VALUE) - 1, e & DIRTY != 0))
+/// A decoded map entry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entry {
+    pub value: u64,
+    pub dirty: bool,
+    pub flushed: bool,
+}
+
+impl Entry {
+    /// Dirty and not yet written to the HDD: what `dirty_bytes` counts.
+    pub fn unflushed(&self) -> bool {
+        self.dirty && !self.flushed
+    }
+}
+
+/// `None` if unmapped.
+pub(crate) fn decode(e: u64) -> Option<Entry> {
+    (e != 0).then(|| Entry {
+        value: (e & VALUE) - 1,
+        dirty: e & DIRTY != 0,
+        flushed: e & FLUSHED != 0,
+    })
 }
 
 pub(crate) fn encode(value: u64, dirty: bool) -> u64 {
     (value + 1) | if dirty { DIRTY } else { 0 }
+}
+
+/// Dirty (still replayed by recovery) but already on the HDD.
+pub(crate) fn encode_flushed(value: u64) -> u64 {
+    (value + 1) | DIRTY | FLUSHED
 }
 
 pub(crate) struct Maps {

@@ -26,7 +26,8 @@ pub struct Options {
     /// Default 2 ms, so back-to-back bursts are not interrupted.
     pub idle_threshold_ns: Nanos,
     /// Log bytes the flush worker gathers, sorts and writes back per round.
-    /// Default 4 MiB.
+    /// Larger rounds sort more data into longer sequential HDD runs; an idle
+    /// period may end mid-round without losing the work. Default 32 MiB.
     pub round_bytes: u64,
     /// Largest merged write the flush worker sends to the HDD. Default 1 MiB.
     pub max_flush_write: u64,
@@ -48,7 +49,7 @@ impl Default for Options {
             high_watermark: 0.75,
             low_watermark: 0.5,
             idle_threshold_ns: 2_000_000,
-            round_bytes: 4 << 20,
+            round_bytes: 32 << 20,
             max_flush_write: 1 << 20,
             promote: true,
             promote_after: 2,

@@ -4,8 +4,6 @@
 //! and the sequence number of the record before it (a stale record left from
 //! an earlier lap or format never continues the chain).
 
-use crate::error::{HybridError, Result};
-
 const MAGIC: u32 = 0x4352_4548; // "HERC"
 const FIXED: usize = 44;
 const EXTENT: usize = 12;
@@ -101,18 +99,6 @@ impl Header {
     /// Sectors the record occupies in the log.
     pub fn len(&self) -> u64 {
         1 + self.data_sectors
-    }
-
-    /// Checks the data read back against the header.
-    pub fn check_data(&self, data: &[u8], offset: u64) -> Result<()> {
-        if crc32c::crc32c(data) == self.data_crc {
-            Ok(())
-        } else {
-            Err(HybridError::Corrupt {
-                what: "cached data (checksum mismatch)",
-                offset,
-            })
-        }
     }
 }
 

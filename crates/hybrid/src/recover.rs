@@ -245,10 +245,10 @@ impl HybridDevice {
                 let home0 = h.extents[0].0;
                 for i in 0..h.data_sectors {
                     let (home, slot) = (home0 + i, idx + 1 + i);
-                    if let Some((old, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
-                        m.rev_clear(&mut io, old)?;
+                    if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
+                        m.rev_clear(&mut io, old.value)?;
                         self.cached_sectors -= 1;
-                        self.dirty_sectors -= u64::from(was_dirty);
+                        self.dirty_sectors -= u64::from(old.unflushed());
                     }
                     m.fwd_set(&mut io, home, encode(slot, true))?;
                     m.rev_set(&mut io, slot, encode(home, true))?;
@@ -261,11 +261,11 @@ impl HybridDevice {
             Kind::Trim => {
                 for &(home0, n) in &h.extents {
                     for home in home0..home0 + n {
-                        if let Some((slot, was_dirty)) = decode(m.fwd_get(&mut io, home)?) {
+                        if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                             m.fwd_clear(&mut io, home)?;
-                            m.rev_clear(&mut io, slot)?;
+                            m.rev_clear(&mut io, e.value)?;
                             self.cached_sectors -= 1;
-                            self.dirty_sectors -= u64::from(was_dirty);
+                            self.dirty_sectors -= u64::from(e.unflushed());
                         }
                     }
                 }

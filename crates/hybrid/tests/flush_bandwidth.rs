@@ -1,0 +1,88 @@
+//! The flush worker writes back at no less than half the HDD's sequential
+//! write bandwidth when the device is idle (virtual time, `hdd-7200`).
+
+use flashkv_device::{presets, BlockDevice};
+use flashkv_hybrid::{HybridDevice, Options};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+const REGION: u64 = 16 << 20;
+
+/// MB/s of back-to-back 1 MiB sequential writes on a fresh `hdd-7200`.
+fn hdd_sequential_mb_per_s() -> f64 {
+    let mut hdd = presets::open("hdd-7200").unwrap();
+    let chunk = vec![0x5au8; 1 << 20];
+    let mut end = 0;
+    for i in 0..REGION / chunk.len() as u64 {
+        end = hdd
+            .write_at(end, (1 << 30) + i * chunk.len() as u64, &chunk)
+            .unwrap()
+            .end;
+    }
+    let end = hdd.flush_at(end).unwrap().end;
+    REGION as f64 * 1000.0 / end as f64
+}
+
+#[test]
+fn idle_flush_runs_at_least_half_the_hdd_sequential_bandwidth() {
+    let seq = hdd_sequential_mb_per_s();
+    let ssd = Box::new(presets::open("dram-ssd").unwrap());
+    let hdd = Box::new(presets::open("hdd-7200").unwrap());
+    let mut dev = HybridDevice::create(ssd, hdd, Options::default()).unwrap();
+    // Random 4 KiB writes covering a 16 MiB region: all go to the SSD log.
+    let mut blocks: Vec<u64> = (0..REGION / 4096).collect();
+    blocks.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(3));
+    let mut now = dev.clock();
+    for b in blocks {
+        now = dev
+            .write_at(now, (1 << 30) + b * 4096, &[b as u8; 4096])
+            .unwrap()
+            .end;
+    }
+    let st = dev.hybrid_stats();
+    assert_eq!(st.dirty_bytes, REGION);
+    assert_eq!(st.flush_bytes, 0, "no idle time yet");
+    // A long idle period before the next request.
+    let mut buf = [0u8; 4096];
+    dev.read_at(now + 60_000_000_000, 1 << 30, &mut buf)
+        .unwrap();
+    let st = dev.hybrid_stats();
+    assert_eq!(st.dirty_bytes, 0);
+    assert_eq!(st.flush_bytes, REGION);
+    assert!(st.idle_flushes >= 1);
+    eprintln!(
+        "hdd-7200 sequential write {seq:.1} MB/s; idle flush {:.1} MB/s in {} HDD writes",
+        st.flush_mb_per_s, st.flush_writes
+    );
+    assert!(
+        st.flush_mb_per_s >= seq / 2.0,
+        "flush {:.1} MB/s < half of {seq:.1} MB/s",
+        st.flush_mb_per_s
+    );
+}
+
+#[test]
+fn a_short_idle_period_makes_progress_and_keeps_the_rest_dirty() {
+    let ssd = Box::new(presets::open("dram-ssd").unwrap());
+    let hdd = Box::new(presets::open("hdd-7200").unwrap());
+    let mut dev = HybridDevice::create(ssd, hdd, Options::default()).unwrap();
+    let mut now = dev.clock();
+    for b in 0..2048u64 {
+        // Every other block, scattered: no merging, so flushing is slow.
+        now = dev
+            .write_at(now, (b * 7919 % 4096) * 8192, &[1u8; 4096])
+            .unwrap()
+            .end;
+    }
+    let dirty = dev.hybrid_stats().dirty_bytes;
+    // 100 ms of idle time: some but not all of it gets written back.
+    let mut buf = [0u8; 4096];
+    let c = dev.read_at(now + 102_000_000, 0, &mut buf).unwrap();
+    let st = dev.hybrid_stats();
+    assert!(
+        st.flush_bytes > 0 && st.dirty_bytes > 0 && st.dirty_bytes < dirty,
+        "{st:?}"
+    );
+    // The request waited at most for the HDD write in progress.
+    assert!(c.end - (now + 102_000_000) < 50_000_000, "{c:?}");
+}
