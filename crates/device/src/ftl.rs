@@ -240,7 +240,7 @@ impl PageFtl {
                 needed - per_die.div_ceil(n)
             )));
         }
-        let blocks = blocks_per_die * units;
+        let blocks = blocks_per_die.saturating_mul(units);
         require(
             blocks.saturating_mul(n) < u64::from(NONE) && logical < u64::from(NONE),
             "ftl: too many pages to map (raise page_size)",
@@ -541,7 +541,7 @@ impl BlockFtl {
         )?;
         let logical = front.capacity / block_bytes;
         let spare = ((logical as f64 * p.over_provisioning).ceil() as u64).max(1);
-        let blocks = logical + spare;
+        let blocks = logical.saturating_add(spare);
         require(
             blocks < u64::from(NONE) && block_pages < u64::from(NONE),
             "ftl: too many blocks to map",

@@ -176,8 +176,10 @@ impl ArraySpec<'_> {
             &format!("{k}: pages_per_block must be at least 1"),
         )?;
         require(
-            self.channels > 0 && self.dies_per_channel > 0,
-            &format!("{k}: channels and dies_per_channel must be at least 1"),
+            self.channels > 0
+                && self.dies_per_channel > 0
+                && u64::from(self.channels) * u64::from(self.dies_per_channel) <= 1 << 16,
+            &format!("{k}: channels and dies_per_channel must be at least 1, with at most 65536 dies in all"),
         )?;
         require(
             [self.read_us, self.program_us, self.erase_us]

@@ -149,6 +149,11 @@ fn bad_ftl_specs_are_one_line_errors() {
     assert!(bad("mapping = \"block\"\npages_per_block = 0").contains("pages_per_block"));
     assert!(bad("mapping = \"page\"\nread_us = -1").contains("read_us"));
     assert!(!bad("mapping = \"page\"\nover_provisioning = 0").contains('\n'));
+    assert!(bad("mapping = \"page\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(bad("mapping = \"block\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(
+        bad("mapping = \"page\"\nchannels = 100000\ndies_per_channel = 100000").contains("65536")
+    );
 }
 
 proptest! {
