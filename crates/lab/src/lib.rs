@@ -2,4 +2,7 @@
 //! documents' tables, and the reports (tables, JSON, CSV, Markdown, plots)
 //! they write.
 
+pub mod lab;
 pub mod profile;
+pub mod report;
+pub mod seed004;

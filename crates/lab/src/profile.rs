@@ -151,11 +151,22 @@ pub fn run(
     spec: &ProfileSpec,
 ) -> Result<ProfileRow, ProfileError> {
     validate(dev, spec)?;
+    if spec.pattern.writes() {
+        precondition(dev, spec.span)?;
+    }
+    run_prepared(dev, device_name, spec)
+}
+
+/// [`run`] without preconditioning: for a device whose span has already been
+/// written (a series of runs on one device).
+pub fn run_prepared(
+    dev: &mut dyn BlockDevice,
+    device_name: &str,
+    spec: &ProfileSpec,
+) -> Result<ProfileRow, ProfileError> {
+    validate(dev, spec)?;
     let blocks = spec.span / spec.block_size;
     let buf = vec![0u8; spec.block_size as usize];
-    if spec.pattern.writes() {
-        precondition(dev, blocks * spec.block_size)?;
-    }
     dev.flush()?;
 
     let before = dev.stats();
@@ -177,6 +188,8 @@ pub fn run(
     let mut done: BinaryHeap<Reverse<(Nanos, Nanos)>> = BinaryHeap::new();
     // Issued but not yet handed to a reordering device.
     let mut queue: Vec<(QueuedIo, Nanos)> = Vec::new();
+    // A reordering device picks its next command the moment it is free, before
+    // the host's replacement for the request that just completed arrives.
     let reorders = io.dev.reorders_queue();
     let mut issued = 0u64;
     let mut last_end = t0;
@@ -245,7 +258,7 @@ pub fn run(
 }
 
 /// Writes `[0, len)` once in large sequential requests.
-fn precondition(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
+pub fn precondition(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
     let g = dev.geometry();
     let step = (1u64 << 20).max(g.erase_unit.unwrap_or(0));
     let zeros = vec![0u8; step.min(len) as usize];

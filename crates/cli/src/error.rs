@@ -1,0 +1,88 @@
+//! How the command line fails: bad input is one line on stderr and exit code
+//! 2; a failure while running is one line and exit code 1.
+
+use std::process::ExitCode;
+
+pub enum CliError {
+    /// The user's input is wrong (unknown preset, bad size, malformed spec).
+    Usage(String),
+    /// Something failed while running.
+    Failed(String),
+}
+
+impl CliError {
+    pub fn exit(self) -> ExitCode {
+        match self {
+            CliError::Usage(m) => {
+                eprintln!("error: {m}");
+                ExitCode::from(2)
+            }
+            CliError::Failed(m) => {
+                eprintln!("error: {m}");
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Help and version go to stdout with exit 0; parse errors become one line and exit 2.
+pub fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            // clap's message runs until the blank line before "Usage:"; fold it into one line.
+            let rendered = e.render().to_string();
+            let msg: Vec<&str> = rendered
+                .lines()
+                .skip_while(|l| l.trim().is_empty())
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let msg = msg.join(" ");
+            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+            eprintln!("error: {msg} (see --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+impl From<flashkv_device::DeviceError> for CliError {
+    fn from(e: flashkv_device::DeviceError) -> Self {
+        use flashkv_device::DeviceError as D;
+        match e {
+            D::Spec(_) | D::UnknownPreset { .. } | D::Misaligned { .. } | D::OutOfRange { .. } => {
+                CliError::Usage(e.to_string())
+            }
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
+impl From<flashkv_lab::profile::ProfileError> for CliError {
+    fn from(e: flashkv_lab::profile::ProfileError) -> Self {
+        use flashkv_lab::profile::ProfileError as P;
+        match e {
+            P::Device(d) => d.into(),
+            other => CliError::Usage(other.to_string()),
+        }
+    }
+}
+
+impl From<flashkv_lab::lab::LabError> for CliError {
+    fn from(e: flashkv_lab::lab::LabError) -> Self {
+        CliError::Failed(e.to_string())
+    }
+}
+
+/// Prints `v` as JSON on stdout.
+pub fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
+    let s = serde_json::to_string_pretty(v).map_err(|e| CliError::Failed(e.to_string()))?;
+    println!("{s}");
+    Ok(())
+}

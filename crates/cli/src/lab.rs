@@ -1,0 +1,84 @@
+//! `flashkv lab`: the main job.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use flashkv_lab::lab::{self, Experiment, LabOptions};
+use serde_json::{Map, Value};
+
+use crate::error::{print_json, CliError};
+
+/// Run the lab on the built-in emulated devices: reproduce the seed
+/// documents' experiments, print the comparison, and write results/ (one
+/// folder per experiment with JSON, CSV and SVG plots, plus summary.md).
+#[derive(Args)]
+pub struct LabArgs {
+    /// Experiments to run [default: all].
+    #[arg(value_enum)]
+    experiments: Vec<Name>,
+    /// Fewer operations per point: a smoke run that finishes in well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Print the rows of every experiment as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Where to write results.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Seed for every random choice: same seed, same numbers.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// The experiments by name.
+#[derive(Clone, Copy, ValueEnum)]
+enum Name {
+    /// Seed 004: random read / write / 50-50 IOPS by block size for hdd-15k, flash-ssd-2005, dram-ssd.
+    Seed004,
+}
+
+impl Name {
+    fn experiment(self) -> Experiment {
+        match self {
+            Name::Seed004 => Experiment::Seed004,
+        }
+    }
+}
+
+pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
+    let experiments: Vec<Experiment> = if a.experiments.is_empty() {
+        Experiment::ALL.to_vec()
+    } else {
+        a.experiments.iter().map(|n| n.experiment()).collect()
+    };
+    let spinner = indicatif::ProgressBar::new_spinner();
+    let progress = spinner.clone();
+    let opts = LabOptions {
+        quick: a.quick,
+        out: a.out.clone(),
+        seed: a.seed,
+        on_progress: Box::new(move |what| {
+            progress.set_message(what.to_string());
+            progress.tick();
+        }),
+    };
+    let sections = lab::run(&experiments, &opts)?;
+    spinner.finish_and_clear();
+    if a.json {
+        let obj: Map<String, Value> = sections
+            .into_iter()
+            .map(|s| (s.name.to_string(), s.json))
+            .collect();
+        print_json(&obj)?;
+    } else {
+        for s in &sections {
+            println!("{}", s.text);
+        }
+        println!(
+            "Results written to {}/ (summary.md, one folder per experiment).",
+            a.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

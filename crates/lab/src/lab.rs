@@ -1,0 +1,106 @@
+//! The lab: runs experiments, writes `results/`, and returns a summary.
+
+use std::path::{Path, PathBuf};
+
+use flashkv_device::DeviceError;
+
+use crate::profile::ProfileError;
+
+/// How the lab runs.
+pub struct LabOptions {
+    /// Fewer operations per run: a smoke test that finishes in well under a minute.
+    pub quick: bool,
+    /// Where results are written (one folder per experiment).
+    pub out: PathBuf,
+    /// Seed for every random choice: same seed, same numbers.
+    pub seed: u64,
+    /// Called with a short description before each run (progress display).
+    pub on_progress: Box<dyn Fn(&str)>,
+}
+
+impl LabOptions {
+    pub(crate) fn progress(&self, what: &str) {
+        (self.on_progress)(what)
+    }
+
+    /// The experiment's output folder, created.
+    pub(crate) fn dir(&self, experiment: &str) -> Result<PathBuf, LabError> {
+        let d = self.out.join(experiment);
+        std::fs::create_dir_all(&d).map_err(|e| LabError::Output(d.clone(), e))?;
+        Ok(d)
+    }
+}
+
+/// What one experiment produced.
+pub struct Section {
+    pub name: &'static str,
+    /// Tables for a terminal.
+    pub text: String,
+    /// The same for `summary.md`.
+    pub markdown: String,
+    /// Its rows, for `--json`.
+    pub json: serde_json::Value,
+}
+
+/// The experiments `flashkv lab` knows, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    /// Seed 004's random-I/O tables on the device presets.
+    Seed004,
+}
+
+impl Experiment {
+    pub const ALL: [Experiment; 1] = [Experiment::Seed004];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::Seed004 => "seed004",
+        }
+    }
+
+    pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
+        match self {
+            Experiment::Seed004 => crate::seed004::run(opts),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+    #[error("cannot write {0}: {1}")]
+    Output(PathBuf, std::io::Error),
+    #[error("writing results: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("built-in data: {0}")]
+    Data(String),
+}
+
+/// Runs `experiments` and writes `summary.md` beside their folders.
+pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>, LabError> {
+    let sections = experiments
+        .iter()
+        .map(|e| e.run(opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_summary(&opts.out, &sections, opts.quick)?;
+    Ok(sections)
+}
+
+fn write_summary(out: &Path, sections: &[Section], quick: bool) -> Result<(), LabError> {
+    std::fs::create_dir_all(out).map_err(|e| LabError::Output(out.to_path_buf(), e))?;
+    let mut md = String::from("# flashkv lab summary\n\n");
+    if quick {
+        md.push_str(
+            "_Quick run (`--quick`): fewer operations per point, so figures are noisier._\n\n",
+        );
+    }
+    for s in sections {
+        md.push_str(&s.markdown);
+        md.push('\n');
+    }
+    let path = out.join("summary.md");
+    std::fs::write(&path, md).map_err(|e| LabError::Output(path, e))
+}

@@ -1,0 +1,292 @@
+//! Reproduces seed 004's random-I/O tables (Tuma, "Comparison of Drive
+//! Technologies for High Transaction Databases"): random read, random write
+//! and 50/50 IOPS by block size for a Seagate 15K HDD, an M-Systems flash SSD
+//! and a Solid Data DRAM SSD, profiled on the `hdd-15k`, `flash-ssd-2005` and
+//! `dram-ssd` presets and set beside the published figures.
+
+use std::collections::BTreeMap;
+
+use flashkv_device::presets;
+use serde::{Deserialize, Serialize};
+
+use crate::lab::{LabError, LabOptions, Section};
+use crate::profile::{self, Pattern, ProfileSpec};
+use crate::report::{f, size_label, write_csv, write_json, Plot, Series, Table};
+
+const PUBLISHED: &str = include_str!("../data/seed004.toml");
+
+/// Rows whose IOPS must land within this fraction of the seed (issue 2).
+pub const TOLERANCE: f64 = 0.15;
+/// Block sizes the tolerance applies to; the other rows are reported.
+pub const GATED_SIZES: [u64; 3] = [4096, 8192, 131072];
+
+/// A published device: its tables and how we profile it.
+struct Target {
+    key: &'static str,
+    preset: &'static str,
+    /// Seed 004's IOPS × service time is about 2 for the HDD and flash SSD: the
+    /// benchmark kept two requests outstanding. The DRAM SSD's product is
+    /// below 1 for small blocks (host-bound), so one outstanding request.
+    iodepth: usize,
+}
+
+const TARGETS: [Target; 3] = [
+    Target {
+        key: "hdd_15k",
+        preset: "hdd-15k",
+        iodepth: 2,
+    },
+    Target {
+        key: "flash_ssd",
+        preset: "flash-ssd-2005",
+        iodepth: 2,
+    },
+    Target {
+        key: "dram_ssd",
+        preset: "dram-ssd",
+        iodepth: 1,
+    },
+];
+
+const TABLES: [(&str, Pattern); 3] = [
+    ("random_read", Pattern::RandRead),
+    ("random_write", Pattern::RandWrite),
+    ("mixed_50_50", Pattern::Mix),
+];
+
+#[derive(Deserialize)]
+struct Published {
+    device: String,
+    #[serde(flatten)]
+    tables: BTreeMap<String, toml::Value>,
+}
+
+/// One row: published against modelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub device: String,
+    pub table: String,
+    pub block_size: u64,
+    pub iodepth: usize,
+    pub ops: u64,
+    pub published_iops: f64,
+    pub model_iops: f64,
+    pub error_pct: f64,
+    pub published_service_ms: f64,
+    pub model_latency_ms: f64,
+    /// Whether the 15 % tolerance applies to this row (4 KB, 8 KB, 128 KB).
+    pub gated: bool,
+    pub within_tolerance: bool,
+}
+
+/// Why rows that miss the tolerance miss it: only causes we can name from
+/// the seed itself, never a tuning knob.
+const EXPLANATIONS: [(&str, &str, &str); 1] = [(
+    "flash-ssd-2005",
+    "mixed_50_50",
+    "Seed 004's 50/50 table (55 IOPS at 4 KB) is faster than its own read and write tables allow at one queue depth: \
+     half the requests are writes at 21 IOPS (47.6 ms each), so a 50/50 mix cannot exceed about 2 / (1/21 + 1/1075) = 41 IOPS \
+     unless the write stream changes character. The model keeps the device fixed and reports the gap.",
+)];
+
+/// Runs every table and writes `seed004/` under the output directory.
+pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
+    let published: BTreeMap<String, Published> =
+        toml::from_str(PUBLISHED).map_err(|e| LabError::Data(e.to_string()))?;
+    let ops = if opts.quick { 600 } else { 4000 };
+    let mut rows = Vec::new();
+    for t in &TARGETS {
+        let pubd = &published[t.key];
+        for (table, pattern) in TABLES {
+            let Some(entries) = pubd.tables.get(table) else {
+                continue;
+            };
+            let entries: Vec<[f64; 4]> = entries
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| LabError::Data(e.to_string()))?;
+            // One device per table, preconditioned once: the rows differ only in block size.
+            let mut dev = presets::open(t.preset)?;
+            let span = dev_span(&dev);
+            if pattern != Pattern::RandRead {
+                opts.progress(&format!("seed004 {} {} preconditioning", t.preset, table));
+                profile::precondition(&mut dev, span)?;
+            }
+            for [bs, iops, _mbs, svc_ms] in entries {
+                let bs = bs as u64;
+                opts.progress(&format!(
+                    "seed004 {} {} {}",
+                    t.preset,
+                    table,
+                    size_label(bs)
+                ));
+                let spec = ProfileSpec {
+                    pattern,
+                    block_size: bs,
+                    ops,
+                    span,
+                    iodepth: t.iodepth,
+                    seed: opts.seed,
+                };
+                let m = profile::run_prepared(&mut dev, t.preset, &spec)?;
+                let error = (m.iops - iops) / iops;
+                let gated = GATED_SIZES.contains(&bs);
+                rows.push(Row {
+                    device: t.preset.to_string(),
+                    table: table.to_string(),
+                    block_size: bs,
+                    iodepth: t.iodepth,
+                    ops,
+                    published_iops: iops,
+                    model_iops: m.iops,
+                    error_pct: error * 100.0,
+                    published_service_ms: svc_ms,
+                    model_latency_ms: m.mean_latency_us / 1e3,
+                    gated,
+                    within_tolerance: error.abs() <= TOLERANCE,
+                });
+            }
+        }
+    }
+    write(opts, &published, rows)
+}
+
+/// The whole device: seed 004 gives no span, and an HDD's seek distances
+/// depend on it. Capped so a preconditioning pass stays quick.
+fn dev_span(dev: &dyn flashkv_device::BlockDevice) -> u64 {
+    dev.geometry().capacity.min(64 << 30)
+}
+
+fn write(
+    opts: &LabOptions,
+    published: &BTreeMap<String, Published>,
+    rows: Vec<Row>,
+) -> Result<Section, LabError> {
+    let dir = opts.dir("seed004")?;
+    write_json(&dir.join("seed004.json"), &rows)?;
+    write_csv(&dir.join("seed004.csv"), &rows)?;
+
+    let mut md = String::from(
+        "## Seed 004: random I/O by block size (published vs model)\n\n\
+         IOPS of the `hdd-15k`, `flash-ssd-2005` and `dram-ssd` presets profiled with the seed's \
+         access patterns, beside the published tables. Seed 004's IOPS × service time is about 2 \
+         for the HDD and the flash SSD, so those run with two requests outstanding; the DRAM SSD with one. \
+         Rows at 4 KB, 8 KB and 128 KB must land within 15 %.\n\n",
+    );
+    let mut text = String::new();
+    for t in &TARGETS {
+        for (table, _) in TABLES {
+            let rs: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.device == t.preset && r.table == table)
+                .collect();
+            if rs.is_empty() {
+                continue;
+            }
+            let title = format!(
+                "{} ({}) — {}, iodepth {}",
+                t.preset, published[t.key].device, table, t.iodepth
+            );
+            let mut tab = Table::new(
+                title.clone(),
+                &[
+                    "block",
+                    "seed IOPS",
+                    "model IOPS",
+                    "error",
+                    "seed ms",
+                    "model ms",
+                    "",
+                ],
+            );
+            for r in &rs {
+                let mark = match (r.gated, r.within_tolerance) {
+                    (true, true) => "ok",
+                    (true, false) => "MISS",
+                    (false, _) => "",
+                };
+                tab.push(vec![
+                    size_label(r.block_size),
+                    f(r.published_iops, 0),
+                    f(r.model_iops, 0),
+                    format!("{:+.1}%", r.error_pct),
+                    f(r.published_service_ms, 3),
+                    f(r.model_latency_ms, 3),
+                    mark.to_string(),
+                ]);
+            }
+            text.push_str(&tab.text());
+            text.push('\n');
+            md.push_str(&tab.markdown());
+            md.push('\n');
+            let series = [
+                Series {
+                    name: "seed 004".into(),
+                    points: rs
+                        .iter()
+                        .map(|r| (r.block_size as f64, r.published_iops))
+                        .collect(),
+                    markers_only: true,
+                },
+                Series {
+                    name: format!("model ({})", t.preset),
+                    points: rs
+                        .iter()
+                        .map(|r| (r.block_size as f64, r.model_iops))
+                        .collect(),
+                    markers_only: false,
+                },
+            ];
+            let plot = Plot {
+                title: &title,
+                x_label: "block size (bytes)",
+                y_label: "IOPS",
+                log_x: true,
+                log_y: false,
+                series: &series,
+            };
+            plot.write_svg(&dir.join(format!("{}-{}.svg", t.preset, table)))?;
+        }
+    }
+    let gated: Vec<&Row> = rows.iter().filter(|r| r.gated).collect();
+    let ok = gated.iter().filter(|r| r.within_tolerance).count();
+    let verdict = format!(
+        "{ok} of {} gated rows (4 KB, 8 KB, 128 KB) within 15 %.",
+        gated.len()
+    );
+    md.push_str(&format!("**{verdict}**\n\n"));
+    text.push_str(&verdict);
+    text.push('\n');
+    let mut last_why = "";
+    for r in gated.iter().filter(|r| !r.within_tolerance) {
+        let why = EXPLANATIONS
+            .iter()
+            .find(|(d, t, _)| *d == r.device && *t == r.table)
+            .map_or(
+                "No explanation recorded: treat as a calibration defect.",
+                |e| e.2,
+            );
+        let mut line = format!(
+            "- {} {} {}: model {:.0} vs seed {:.0} IOPS ({:+.1} %).",
+            r.device,
+            r.table,
+            size_label(r.block_size),
+            r.model_iops,
+            r.published_iops,
+            r.error_pct,
+        );
+        if why != last_why {
+            line = format!("{line} {why}");
+            last_why = why;
+        }
+        line.push('\n');
+        md.push_str(&line);
+        text.push_str(&line);
+    }
+    Ok(Section {
+        name: "seed004",
+        text,
+        markdown: md,
+        json: serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?,
+    })
+}
