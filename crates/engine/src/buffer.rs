@@ -25,6 +25,8 @@ pub(crate) struct Frame {
     pub records: u16,
     /// Modified by the running batch.
     pub pinned: bool,
+    /// Log record (count of appends) holding the latest image of the page.
+    pub lsn: u64,
 }
 
 impl Frame {
@@ -140,6 +142,7 @@ impl BufferPool {
             log: Vec::new(),
             records: 0,
             pinned: dirty,
+            lsn: 0,
         };
         if self.frames.insert(id, f).is_some() {
             self.policy.access(id);
@@ -206,11 +209,13 @@ impl BufferPool {
         v
     }
 
-    /// The batch is logged: its pages may be evicted; shrink to capacity.
+    /// The batch is logged (as record `disk.logged`): its pages may be
+    /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         self.undo.clear();
-        for f in self.frames.values_mut() {
+        for f in self.frames.values_mut().filter(|f| f.pinned) {
             f.pinned = false;
+            f.lsn = disk.logged;
         }
         while self.frames.len() > self.capacity {
             if !self.evict(store, disk)? {
@@ -286,7 +291,8 @@ impl BufferPool {
     }
 
     fn write(&mut self, store: &mut dyn PageStore, disk: &mut Disk, ids: &[PageId]) -> Result<()> {
-        disk.barrier()?;
+        let lsn = ids.iter().map(|id| self.frames[id].lsn).max().unwrap_or(0);
+        disk.barrier(lsn)?;
         let mut taken: Vec<(PageId, Frame)> = ids
             .iter()
             .map(|id| (*id, self.frames.remove(id).expect("resident")))

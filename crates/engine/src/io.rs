@@ -36,9 +36,11 @@ pub(crate) struct Disk {
     pub wal: RegionStats,
     pub data: RegionStats,
     pub flushes: u64,
-    /// WAL records written since the last device flush: pages must not reach
-    /// the page store before the log describing them is durable.
-    pub unsynced: bool,
+    /// Records appended to the write-ahead log so far, and how many of them
+    /// a device flush made durable: a page must not reach the page store
+    /// before the record holding its image is durable.
+    pub logged: u64,
+    synced: u64,
     /// The write-ahead log, where page stores record what must survive a
     /// crash before they destroy older data (erase-unit map switches).
     pub journal: Option<Wal>,
@@ -54,7 +56,8 @@ impl Disk {
             wal: RegionStats::default(),
             data: RegionStats::default(),
             flushes: 0,
-            unsynced: false,
+            logged: 0,
+            synced: 0,
             journal: None,
         }
     }
@@ -129,7 +132,7 @@ impl Disk {
     pub fn flush(&mut self) -> Result<()> {
         self.dev.flush()?;
         self.flushes += 1;
-        self.unsynced = false;
+        self.synced = self.logged;
         Ok(())
     }
 
@@ -146,9 +149,9 @@ impl Disk {
         self.flush()
     }
 
-    /// Makes the log durable before a page goes to the page store.
-    pub fn barrier(&mut self) -> Result<()> {
-        if self.unsynced {
+    /// Makes the log durable up to record `lsn` (a count of appends).
+    pub fn barrier(&mut self, lsn: u64) -> Result<()> {
+        if lsn > self.synced {
             self.flush()?;
         }
         Ok(())

@@ -100,7 +100,7 @@ impl Wal {
         disk.write(Region::Wal, self.start + self.pos, &buf)?;
         self.pos += total;
         self.next_seq += 1;
-        disk.unsynced = true;
+        disk.logged += 1;
         Ok(())
     }
 
