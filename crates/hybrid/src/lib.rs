@@ -1,5 +1,6 @@
 //! HeteroDrive (seed 003): an SSD in front of an HDD, seen as one
-//! [`flashkv_device::BlockDevice`], plus block-trace replay.
+//! [`flashkv_device::BlockDevice`], plus block-trace parsing ([`trace`]) and
+//! replay on any device ([`replay`]).
 //!
 //! ```
 //! use flashkv_device::{BlockDevice, DeviceSpec, SimDevice};
@@ -38,9 +39,11 @@ mod maps;
 mod options;
 mod record;
 mod recover;
+pub mod replay;
 mod route;
 mod stats;
 mod tablets;
+pub mod trace;
 
 pub use device::HybridDevice;
 pub use error::{HybridError, Result};

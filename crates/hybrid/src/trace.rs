@@ -1,0 +1,393 @@
+//! Public block-trace formats, parsed into one [`TraceRecord`] stream.
+//!
+//! * `msr`: MSR Cambridge CSV, `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`;
+//!   timestamps in Windows 100 ns ticks, offsets and sizes in bytes, type `Read`/`Write`.
+//! * `spc`: SPC / UMass (Financial, WebSearch), `ASU,LBA,Size,Opcode,Timestamp[,...]`;
+//!   LBA in 512-byte blocks, size in bytes, opcode `r`/`w`, timestamp in seconds.
+//!   The ASU is ignored: every ASU is replayed on the one device.
+//! * `disksim`: DiskSim ASCII input, `time devno blkno size flags`; time in ms,
+//!   block number and size in 512-byte sectors, flags bit 0 set for a read.
+//! * `blkparse`: `blkparse` default text output; only queue (`Q`) events with a
+//!   read or write and a `sector + count` are requests (discards, flushes and
+//!   other actions are skipped), the summary at the end is ignored.
+//!
+//! Times are made relative to the first record. A malformed line is an error
+//! naming its line number.
+
+use std::io::BufRead;
+use std::path::Path;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// One request of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TraceRecord {
+    /// Issue time, ns after the first record.
+    pub time_ns: u64,
+    /// Byte offset and length.
+    pub offset: u64,
+    pub len: u64,
+    pub write: bool,
+}
+
+#[derive(Debug, Error)]
+pub enum TraceError {
+    #[error("line {line}: {reason}")]
+    Malformed { line: usize, reason: String },
+    #[error("reading trace: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("unknown trace format '{0}' (expected msr, spc, disksim or blkparse)")]
+    UnknownFormat(String),
+}
+
+/// A trace format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Msr,
+    Spc,
+    Disksim,
+    Blkparse,
+}
+
+impl FromStr for Format {
+    type Err = TraceError;
+    fn from_str(s: &str) -> Result<Self, TraceError> {
+        match s {
+            "msr" => Ok(Format::Msr),
+            "spc" | "umass" => Ok(Format::Spc),
+            "disksim" => Ok(Format::Disksim),
+            "blkparse" => Ok(Format::Blkparse),
+            other => Err(TraceError::UnknownFormat(other.to_string())),
+        }
+    }
+}
+
+const SECTOR: u64 = 512;
+
+/// A request in the format's own time unit, before times are made relative.
+struct Raw {
+    /// Absolute, in the trace's epoch (MSR ticks overflow f64 precision).
+    time_ns: u128,
+    offset: u64,
+    len: u64,
+    write: bool,
+}
+
+fn num<T: FromStr>(field: Option<&str>, what: &str) -> Result<T, String> {
+    let f = field.ok_or_else(|| format!("missing {what}"))?.trim();
+    f.parse().map_err(|_| format!("bad {what} '{f}'"))
+}
+
+fn seconds_to_ns(s: f64, what: &str) -> Result<u128, String> {
+    if s.is_finite() && s >= 0.0 {
+        Ok((s * 1e9).round() as u128)
+    } else {
+        Err(format!("bad {what} {s}"))
+    }
+}
+
+fn sectors(n: u64, what: &str) -> Result<u64, String> {
+    n.checked_mul(SECTOR)
+        .ok_or_else(|| format!("{what} {n} overflows"))
+}
+
+fn msr(line: &str) -> Result<Option<Raw>, String> {
+    if line.starts_with("Timestamp") {
+        return Ok(None); // a header some copies carry
+    }
+    let f: Vec<&str> = line.split(',').collect();
+    if f.len() != 7 {
+        return Err(format!(
+            "expected 7 comma-separated fields, found {}",
+            f.len()
+        ));
+    }
+    let ticks: u64 = num(Some(f[0]), "timestamp")?;
+    let write = match f[3].trim() {
+        "Write" | "write" => true,
+        "Read" | "read" => false,
+        t => return Err(format!("bad type '{t}' (Read or Write)")),
+    };
+    Ok(Some(Raw {
+        time_ns: u128::from(ticks) * 100,
+        offset: num(Some(f[4]), "offset")?,
+        len: num(Some(f[5]), "size")?,
+        write,
+    }))
+}
+
+fn spc(line: &str) -> Result<Option<Raw>, String> {
+    let f: Vec<&str> = line.split(',').collect();
+    if f.len() < 5 {
+        return Err(format!(
+            "expected at least 5 comma-separated fields, found {}",
+            f.len()
+        ));
+    }
+    let _asu: u64 = num(Some(f[0]), "ASU")?;
+    let lba: u64 = num(Some(f[1]), "LBA")?;
+    let write = match f[3].trim() {
+        "w" | "W" => true,
+        "r" | "R" => false,
+        o => return Err(format!("bad opcode '{o}' (r or w)")),
+    };
+    Ok(Some(Raw {
+        time_ns: seconds_to_ns(num(Some(f[4]), "timestamp")?, "timestamp")?,
+        offset: sectors(lba, "LBA")?,
+        len: num(Some(f[2]), "size")?,
+        write,
+    }))
+}
+
+fn disksim(line: &str) -> Result<Option<Raw>, String> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() != 5 {
+        return Err(format!(
+            "expected 5 fields (time devno blkno size flags), found {}",
+            f.len()
+        ));
+    }
+    let ms: f64 = num(Some(f[0]), "time")?;
+    let _dev: u64 = num(Some(f[1]), "device number")?;
+    let flags: u64 = num(Some(f[4]), "flags")?;
+    Ok(Some(Raw {
+        time_ns: seconds_to_ns(ms / 1000.0, "time")?,
+        offset: sectors(num(Some(f[2]), "block number")?, "block number")?,
+        len: sectors(num(Some(f[3]), "size")?, "size")?,
+        write: flags & 1 == 0,
+    }))
+}
+
+fn is_device(tok: &str) -> bool {
+    tok.split_once(',').is_some_and(|(a, b)| {
+        !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+    })
+}
+
+/// `Err` for a malformed event; `Ok(None)` for events that are not requests.
+fn blkparse(line: &str) -> Result<Option<Raw>, String> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 7 {
+        return Err(format!("expected at least 7 fields, found {}", f.len()));
+    }
+    let secs: f64 = num(Some(f[3]), "time")?;
+    let (action, rwbs) = (f[5], f[6]);
+    let write = rwbs.contains('W');
+    if action != "Q"
+        || !(write || rwbs.contains('R'))
+        || rwbs.contains('D')
+        || rwbs.contains('F') && f.get(8) != Some(&"+")
+    {
+        return Ok(None);
+    }
+    if f.get(8) != Some(&"+") {
+        return Err("queue event without 'sector + count'".into());
+    }
+    Ok(Some(Raw {
+        time_ns: seconds_to_ns(secs, "time")?,
+        offset: sectors(num(f.get(7).copied(), "sector")?, "sector")?,
+        len: sectors(num(f.get(9).copied(), "sector count")?, "sector count")?,
+        write,
+    }))
+}
+
+/// Parses a whole trace.
+pub fn parse(format: Format, input: impl BufRead) -> Result<Vec<TraceRecord>, TraceError> {
+    let mut out = Vec::new();
+    let mut first: Option<u128> = None;
+    for (i, line) in input.lines().enumerate() {
+        let line = line?;
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        if format == Format::Blkparse && !is_device(text.split_whitespace().next().unwrap_or("")) {
+            if text.starts_with("CPU") || text.starts_with("Total") {
+                break; // the per-CPU summary that ends blkparse output
+            }
+            return Err(TraceError::Malformed {
+                line: i + 1,
+                reason: "not a blkparse event (expected 'major,minor' first)".into(),
+            });
+        }
+        let raw = match format {
+            Format::Msr => msr(text),
+            Format::Spc => spc(text),
+            Format::Disksim => disksim(text),
+            Format::Blkparse => blkparse(text),
+        }
+        .map_err(|reason| TraceError::Malformed {
+            line: i + 1,
+            reason,
+        })?;
+        let Some(r) = raw else { continue };
+        let t0 = *first.get_or_insert(r.time_ns);
+        out.push(TraceRecord {
+            time_ns: u64::try_from(r.time_ns.saturating_sub(t0)).unwrap_or(u64::MAX),
+            offset: r.offset,
+            len: r.len,
+            write: r.write,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads and parses a trace file.
+pub fn read_file(format: Format, path: &Path) -> Result<Vec<TraceRecord>, TraceError> {
+    let f = std::fs::File::open(path)?;
+    parse(format, std::io::BufReader::new(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(format: Format, text: &str) -> Result<Vec<TraceRecord>, TraceError> {
+        parse(format, text.as_bytes())
+    }
+
+    #[test]
+    fn msr_times_are_relative_ticks_of_100ns() {
+        let r = p(
+            Format::Msr,
+            "128166372003061629,hm,1,Read,3154152960,32768,2184\n128166372003071629,hm,1,Write,4096,512,100\n",
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            vec![
+                TraceRecord {
+                    time_ns: 0,
+                    offset: 3154152960,
+                    len: 32768,
+                    write: false
+                },
+                TraceRecord {
+                    time_ns: 1_000_000,
+                    offset: 4096,
+                    len: 512,
+                    write: true
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn spc_lba_is_in_sectors_and_time_in_seconds() {
+        let r = p(
+            Format::Spc,
+            "0,303567,3584,w,0.000000\n1,10,512,R,0.5,extra\n",
+        )
+        .unwrap();
+        assert_eq!(
+            r[0],
+            TraceRecord {
+                time_ns: 0,
+                offset: 303567 * 512,
+                len: 3584,
+                write: true
+            }
+        );
+        assert_eq!(
+            r[1],
+            TraceRecord {
+                time_ns: 500_000_000,
+                offset: 5120,
+                len: 512,
+                write: false
+            }
+        );
+    }
+
+    #[test]
+    fn disksim_flags_bit0_means_read() {
+        let r = p(Format::Disksim, "1.5 0 100 8 1\n2.5 0 200 16 0\n").unwrap();
+        assert_eq!(
+            r[0],
+            TraceRecord {
+                time_ns: 0,
+                offset: 51200,
+                len: 4096,
+                write: false
+            }
+        );
+        assert_eq!(
+            r[1],
+            TraceRecord {
+                time_ns: 1_000_000,
+                offset: 102400,
+                len: 8192,
+                write: true
+            }
+        );
+    }
+
+    #[test]
+    fn blkparse_takes_queue_events_and_stops_at_the_summary() {
+        let text = "  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n\
+                    8,0    3        2     0.000001000   697  G   W 223490 + 8 [kjournald]\n\
+                    8,0    1        3     0.002000000   100  Q  FWS [jbd2]\n\
+                    8,0    1        4     0.003000000   100  Q   R 16 + 16 [cat]\n\
+                    8,0    1        5     0.004000000   100  Q   D 16 + 16 [fstrim]\n\
+                    CPU0 (8,0):\n Reads Queued: 1, 8KiB\n";
+        let r = p(Format::Blkparse, text).unwrap();
+        assert_eq!(
+            r,
+            vec![
+                TraceRecord {
+                    time_ns: 0,
+                    offset: 223490 * 512,
+                    len: 4096,
+                    write: true
+                },
+                TraceRecord {
+                    time_ns: 3_000_000,
+                    offset: 8192,
+                    len: 8192,
+                    write: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_rejected_with_their_number() {
+        let cases = [
+            (
+                Format::Msr,
+                "1,h,0,Read,0,512,1\n\n2,h,0,Erase,0,512,1\n",
+                3,
+                "type",
+            ),
+            (Format::Spc, "0,1,512,w,0.0\n0,x,512,w,0.1\n", 2, "LBA"),
+            (Format::Disksim, "0.0 0 1 8 1\n0.1 0 1 8\n", 2, "5 fields"),
+            (
+                Format::Blkparse,
+                "8,0 0 1 0.0 1 Q W 1 + 8 [a]\ngarbage here\n",
+                2,
+                "blkparse event",
+            ),
+            (
+                Format::Blkparse,
+                "8,0 0 1 0.0 1 Q W 1 - 8 [a]\n",
+                1,
+                "sector + count",
+            ),
+            (Format::Spc, "0,1,512,w,-1\n", 1, "timestamp"),
+        ];
+        for (format, text, line, what) in cases {
+            match p(format, text) {
+                Err(TraceError::Malformed { line: l, reason }) => {
+                    assert_eq!(l, line, "{format:?}: {reason}");
+                    assert!(reason.contains(what), "{format:?}: {reason}");
+                }
+                other => panic!("{format:?}: expected a malformed line, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            "xyz".parse::<Format>(),
+            Err(TraceError::UnknownFormat(_))
+        ));
+    }
+}
