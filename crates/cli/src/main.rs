@@ -2,6 +2,7 @@
 
 mod devices;
 mod error;
+mod kv;
 mod lab;
 mod profile;
 
@@ -32,6 +33,9 @@ enum Command {
     /// block sizes on a simulated device and report IOPS, MB/s, latency,
     /// energy and erases.
     Profile(profile::ProfileArgs),
+    /// Poke at a key-value store from the shell: put, get, delete, scan, stats
+    /// (on a real file, or on a simulated device whose data lives in the file).
+    Kv(kv::KvArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => lab::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Profile(a) => profile::run(a),
+        Command::Kv(a) => return kv::run(a),
     };
     match result {
         Ok(code) => code,
