@@ -6,7 +6,7 @@ use crate::{DeviceError, DeviceSpec, Result, SimDevice};
 
 const PRESETS: &str = include_str!("../presets.toml");
 
-/// Every preset, in file order.
+/// Every preset, ordered by name.
 pub fn all() -> &'static [DeviceSpec] {
     static ALL: OnceLock<Vec<DeviceSpec>> = OnceLock::new();
     ALL.get_or_init(|| {
@@ -22,7 +22,7 @@ pub fn all() -> &'static [DeviceSpec] {
     })
 }
 
-/// Preset names, in file order.
+/// Preset names, ordered by name.
 pub fn names() -> Vec<&'static str> {
     all().iter().map(|s| s.name.as_str()).collect()
 }
