@@ -1,0 +1,216 @@
+//! `flashkv replay`: run a public block trace on a simulated device or hybrid.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args, ValueEnum};
+use flashkv_device::{presets, BlockDevice, DeviceStats};
+use flashkv_hybrid::replay::{replay, Latency, ReplayReport, Timing};
+use flashkv_hybrid::trace::{read_file, Format, TraceError};
+use flashkv_hybrid::{HybridDevice, HybridStats, Options};
+use serde::Serialize;
+
+use crate::error::{print_json, CliError};
+use crate::hybrid::hybrid_error;
+
+/// Replay a block trace (MSR Cambridge CSV, SPC/UMass, DiskSim ASCII or
+/// blkparse text) on a device preset or on a hybrid of two presets, and report
+/// latency percentiles and device counters. Requests are issued at their trace
+/// times (so they queue on a slower device) unless --back-to-back; ranges past
+/// the device's end are folded back into it.
+#[derive(Args)]
+#[command(group = ArgGroup::new("target").required(true).args(["device", "hybrid"]))]
+pub struct ReplayArgs {
+    /// The trace file.
+    #[arg(long, value_name = "FILE")]
+    trace: PathBuf,
+    /// Its format.
+    #[arg(long, value_enum)]
+    format: TraceFormat,
+    /// A device preset (see `flashkv devices`).
+    #[arg(long, value_name = "PRESET")]
+    device: Option<String>,
+    /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
+    #[arg(long, value_name = "SSD,HDD")]
+    hybrid: Option<String>,
+    /// Issue each request when the previous one completes.
+    #[arg(long)]
+    back_to_back: bool,
+    /// Replay only the first N records.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Print only JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum TraceFormat {
+    Msr,
+    Spc,
+    Disksim,
+    Blkparse,
+}
+
+impl From<TraceFormat> for Format {
+    fn from(f: TraceFormat) -> Self {
+        match f {
+            TraceFormat::Msr => Format::Msr,
+            TraceFormat::Spc => Format::Spc,
+            TraceFormat::Disksim => Format::Disksim,
+            TraceFormat::Blkparse => Format::Blkparse,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Output {
+    trace: PathBuf,
+    target: String,
+    timing: &'static str,
+    #[serde(flatten)]
+    report: ReplayReport,
+    /// For a hybrid: its own counters and those of each device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hybrid: Option<HybridStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ssd: Option<DeviceStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hdd: Option<DeviceStats>,
+}
+
+pub fn run(a: ReplayArgs) -> ExitCode {
+    match run_inner(a) {
+        Ok(code) => code,
+        Err(e) => e.exit(),
+    }
+}
+
+fn preset(name: &str) -> Result<Box<dyn BlockDevice>, CliError> {
+    let dev = presets::open(name.trim()).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(Box::new(dev))
+}
+
+fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
+    let mut records = read_file(a.format.into(), &a.trace).map_err(|e| match e {
+        TraceError::Io(io) => CliError::Usage(format!("{}: {io}", a.trace.display())),
+        other => CliError::Usage(format!("{}: {other}", a.trace.display())),
+    })?;
+    if let Some(n) = a.limit {
+        records.truncate(n);
+    }
+    let timing = if a.back_to_back {
+        Timing::BackToBack
+    } else {
+        Timing::AsTraced
+    };
+    let failed = |e: flashkv_device::DeviceError| CliError::Failed(e.to_string());
+    let out = match (&a.device, &a.hybrid) {
+        (Some(name), _) => {
+            let mut dev = preset(name)?;
+            let report = replay(&mut *dev, &records, timing).map_err(failed)?;
+            Output {
+                trace: a.trace.clone(),
+                target: name.clone(),
+                timing: timing_name(timing),
+                report,
+                hybrid: None,
+                ssd: None,
+                hdd: None,
+            }
+        }
+        (None, Some(pair)) => {
+            let Some((s, h)) = pair.split_once(',') else {
+                return Err(CliError::Usage(format!(
+                    "--hybrid takes SSD,HDD (two presets), got '{pair}'"
+                )));
+            };
+            let mut dev = HybridDevice::create(preset(s)?, preset(h)?, Options::default())
+                .map_err(hybrid_error)?;
+            let report = replay(&mut dev, &records, timing).map_err(failed)?;
+            let (ssd, hdd) = dev.devices();
+            Output {
+                trace: a.trace.clone(),
+                target: format!("hybrid({s},{h})"),
+                timing: timing_name(timing),
+                report,
+                hybrid: Some(dev.hybrid_stats()),
+                ssd: Some(ssd.stats()),
+                hdd: Some(hdd.stats()),
+            }
+        }
+        (None, None) => return Err(CliError::Usage("give --device or --hybrid".into())),
+    };
+    if a.json {
+        print_json(&out)?;
+    } else {
+        print_human(&out);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn timing_name(t: Timing) -> &'static str {
+    match t {
+        Timing::AsTraced => "as-traced",
+        Timing::BackToBack => "back-to-back",
+    }
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+fn print_human(o: &Output) {
+    let r = &o.report;
+    println!(
+        "replay {} on {} ({})",
+        o.trace.display(),
+        o.target,
+        o.timing
+    );
+    println!(
+        "  records {}  reads {}  writes {}  skipped (empty) {}  folded {}",
+        r.records, r.reads, r.writes, r.skipped, r.folded
+    );
+    println!(
+        "  read {:.1} MiB  written {:.1} MiB  makespan {:.3} s",
+        r.read_bytes as f64 / (1 << 20) as f64,
+        r.write_bytes as f64 / (1 << 20) as f64,
+        r.makespan_ns as f64 / 1e9
+    );
+    println!("  latency (µs)   count      mean       p50       p95       p99       max");
+    for (name, l) in [
+        ("all", r.latency),
+        ("reads", r.read_latency),
+        ("writes", r.write_latency),
+    ] {
+        row(name, l);
+    }
+    if let Some(h) = &o.hybrid {
+        println!(
+            "  hybrid: writes to SSD {} / HDD {}, read hit ratio {:.3}, flushed {:.1} MiB at {:.1} MB/s, dirty {:.1} MiB, promotions {}, tablet swaps {} in / {} out",
+            h.ssd_write_requests,
+            h.hdd_write_requests,
+            h.read_hit_ratio,
+            h.flush_bytes as f64 / (1 << 20) as f64,
+            h.flush_mb_per_s,
+            h.dirty_bytes as f64 / (1 << 20) as f64,
+            h.promotions,
+            h.tablet_loads,
+            h.tablet_stores
+        );
+    }
+}
+
+fn row(name: &str, l: Latency) {
+    println!(
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        name,
+        l.count,
+        us(l.mean_ns),
+        us(l.p50_ns as f64),
+        us(l.p95_ns as f64),
+        us(l.p99_ns as f64),
+        us(l.max_ns as f64)
+    );
+}
