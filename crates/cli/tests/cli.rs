@@ -1,0 +1,200 @@
+//! The command line as a user meets it: exit codes, one-line errors, JSON on
+//! stdout only, and the lab's output files.
+
+use std::process::{Command, Output};
+
+fn flashkv(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let o = flashkv(args);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(
+        e.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {e}"
+    );
+    assert!(
+        e.starts_with("error: ") && e.contains(needle),
+        "{args:?}: {e}"
+    );
+    assert!(o.stdout.is_empty(), "{args:?} printed to stdout");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    assert_usage_error(
+        &["profile", "--device", "no-such-drive"],
+        "unknown device preset 'no-such-drive'",
+    );
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--block-sizes", "0"],
+        "greater than zero",
+    );
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--block-sizes", "1000"],
+        "multiple of the device's 512-byte sector",
+    );
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--span", "1t"],
+        "larger than the device's capacity",
+    );
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--patterns", "zz"],
+        "unknown pattern 'zz'",
+    );
+    assert_usage_error(&["profile"], "required");
+    assert_usage_error(&["lab", "--nope"], "--nope");
+    assert_usage_error(&["frobnicate"], "frobnicate");
+}
+
+#[test]
+fn a_malformed_spec_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "capacity = \"1 GiB\"\n[model]\nkind = \"hdd\"\nrpm = 15000\nseek_avg_ms = 3.5\nmedia_mb_per_s = 125\nwarp_drive = true\n").unwrap();
+    assert_usage_error(&["profile", "--spec", bad.to_str().unwrap()], "warp_drive");
+    let missing = dir.path().join("missing.toml");
+    assert_usage_error(
+        &["profile", "--spec", missing.to_str().unwrap()],
+        "missing.toml",
+    );
+}
+
+#[test]
+fn a_user_spec_profiles_and_json_is_only_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("my-disk.toml");
+    std::fs::write(&spec, "capacity = \"8 GiB\"\n[model]\nkind = \"hdd\"\nrpm = 15000\nseek_avg_ms = 3.5\nmedia_mb_per_s = 125\n").unwrap();
+    let o = flashkv(&[
+        "profile",
+        "--spec",
+        spec.to_str().unwrap(),
+        "--patterns",
+        "rr,sw",
+        "--block-sizes",
+        "4k,64k",
+        "--ops",
+        "200",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        for field in [
+            "device",
+            "pattern",
+            "block_size",
+            "ops",
+            "iops",
+            "mb_per_s",
+            "mean_latency_us",
+            "p99_latency_us",
+            "energy_uj_per_op",
+            "erases",
+        ] {
+            assert!(r.get(field).is_some(), "missing {field} in {r}");
+        }
+        assert_eq!(r["device"], "my-disk");
+        assert!(r["iops"].as_f64().unwrap() > 0.0);
+    }
+    // Sequential 64 KB writes stream; random 4 KB reads wait for the arm.
+    let iops = |p: &str, bs: u64| {
+        rows.iter()
+            .find(|r| r["pattern"] == p && r["block_size"] == bs)
+            .unwrap()["mb_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(iops("sw", 65536) > 20.0 * iops("rr", 4096));
+}
+
+#[test]
+fn raw_nand_in_place_update_costs_the_seed_figure() {
+    let o = flashkv(&[
+        "profile",
+        "--device",
+        "nand-ipl",
+        "--patterns",
+        "rw",
+        "--block-sizes",
+        "4k",
+        "--ops",
+        "50",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["mean_latency_us"].as_f64().unwrap(), 10460.0);
+    assert_eq!(rows[0]["erases"].as_u64().unwrap(), 50);
+}
+
+#[test]
+fn devices_lists_every_preset() {
+    let o = flashkv(&["devices", "--json"]);
+    assert!(o.status.success());
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "hdd-15k",
+        "hdd-7200",
+        "flash-ssd-2005",
+        "dram-ssd",
+        "nand-ipl",
+        "nand-table21",
+        "ssd-x25m",
+        "ssd-320",
+        "ssd-lowend",
+        "usb-flash",
+        "nvme",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+}
+
+#[test]
+fn lab_quick_writes_results_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = flashkv(&[
+        "lab",
+        "seed004",
+        "--quick",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["seed004"].as_array().unwrap();
+    // 9 block sizes: hdd 2 tables, flash 3, dram 2.
+    assert_eq!(rows.len(), 63);
+    for f in [
+        "summary.md",
+        "seed004/seed004.json",
+        "seed004/seed004.csv",
+        "seed004/hdd-15k-random_read.svg",
+        "seed004/flash-ssd-2005-mixed_50_50.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} not written");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("within 15 %"), "{summary}");
+}
