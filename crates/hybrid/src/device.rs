@@ -3,6 +3,7 @@
 use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos};
 
 use crate::error::{HybridError, Result};
+use crate::flush::Budget;
 use crate::layout::Layout;
 use crate::maps::{decode, encode, Maps};
 use crate::options::Options;
@@ -58,6 +59,10 @@ pub struct HybridDevice {
     pub(crate) st: HybridStats,
     pub(crate) dirty_sectors: u64,
     pub(crate) cached_sectors: u64,
+    /// The flush worker's round in progress.
+    pub(crate) round: Option<crate::flush::Round>,
+    /// Set when the dirty span passes the high watermark, cleared below the low one.
+    pressure: bool,
 }
 
 /// Start, end and energy of several device operations making up one.
@@ -117,6 +122,8 @@ impl HybridDevice {
             },
             dirty_sectors: 0,
             cached_sectors: 0,
+            round: None,
+            pressure: false,
             maps: Maps::new(tabs),
             ssd,
             hdd,
@@ -182,7 +189,7 @@ impl HybridDevice {
     /// when it is durable there.
     pub fn drain(&mut self, at: Nanos) -> flashkv_device::Result<Completion> {
         let start = at.max(self.bg_until);
-        let end = self.flush_session(start, crate::flush::Goal::Drain)?;
+        let end = self.flush_work(start, Budget::All)?;
         self.bg_until = self.bg_until.max(end);
         self.clock = self.clock.max(end);
         Ok(Completion {
@@ -196,21 +203,25 @@ impl HybridDevice {
     fn idle_work(&mut self, at: Nanos) -> Result<()> {
         let from = self.clock.max(self.bg_until) + self.opts.idle_threshold_ns;
         if at > from && self.log.head > self.log.dirty_tail {
-            let end = self.flush_session(from, crate::flush::Goal::Idle { deadline: at })?;
+            let end = self.flush_work(from, Budget::Until(at))?;
             self.bg_until = self.bg_until.max(end);
             self.st.idle_flushes += 1;
         }
         Ok(())
     }
 
-    /// Starts a background flush when the dirty span passes the high watermark.
-    fn pressure(&mut self, at: Nanos) -> Result<()> {
+    /// Between the watermarks the worker writes back twice what the host
+    /// wrote, in the background, so the cache drains while writes continue.
+    fn pressure(&mut self, at: Nanos, written: u64) -> Result<()> {
         let c = self.layout.cache_sectors as f64;
         let span = (self.log.head - self.log.dirty_tail) as f64;
         if span >= self.opts.high_watermark * c {
-            let target = (self.opts.low_watermark * c) as u64;
-            let end =
-                self.flush_session(at.max(self.bg_until), crate::flush::Goal::Span(target))?;
+            self.pressure = true;
+        } else if span <= self.opts.low_watermark * c {
+            self.pressure = false;
+        }
+        if self.pressure {
+            let end = self.flush_work(at.max(self.bg_until), Budget::Bytes(2 * written))?;
             self.bg_until = self.bg_until.max(end);
             self.st.pressure_flushes += 1;
         }
@@ -264,10 +275,10 @@ impl HybridDevice {
                 return Ok(None);
             }
             self.st.stalls += 1;
-            let target = ((self.opts.low_watermark * c as f64) as u64).min(c - 2 * need);
+            // Only until there is room; the background worker does the rest.
+            let target = c.saturating_sub(2 * need);
             let before = self.log.dirty_tail;
-            let end =
-                self.flush_session((*t).max(self.bg_until), crate::flush::Goal::Span(target))?;
+            let end = self.flush_work((*t).max(self.bg_until), Budget::Span(target))?;
             self.bg_until = self.bg_until.max(end);
             *t = (*t).max(end);
             if self.log.dirty_tail == before {
@@ -415,7 +426,7 @@ impl HybridDevice {
         self.host.host_write_bytes += len;
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
-        self.pressure(at)?;
+        self.pressure(at, len)?;
         Ok(c)
     }
 

@@ -1,14 +1,13 @@
 //! The flush worker (HeteroDrive §3.2). A round takes the records from the
-//! dirty tail up to `round_bytes` of log, sorts their dirty sectors by home
-//! sector, merges neighbours into large HDD writes and issues them in
-//! increasing sector order; the SSD reads of one write overlap the HDD write
-//! before it.
+//! dirty tail up to `round_bytes` of log and sorts their dirty sectors by home
+//! sector; the worker then issues them to the HDD in increasing sector order,
+//! merging neighbours into writes of up to `max_flush_write`, one write per
+//! step, so it can stop whenever its time is up and continue later.
 //!
 //! A sector written back is marked flushed but stays dirty (recovery would
 //! still replay it, and new writes to it stay in the cache) until its whole
 //! round is on the HDD: then the HDD is made durable and a superblock moves
-//! the tail past the round. So an idle period may end in mid-round without
-//! losing the work done, and the log is only released behind durable data.
+//! the tail past the round. The log is only ever released behind durable data.
 
 use flashkv_device::Nanos;
 
@@ -18,138 +17,198 @@ use crate::layout::Superblock;
 use crate::maps::{decode, encode, encode_flushed};
 use crate::record::Header;
 
-/// When a flush session stops.
+/// How much the worker may do in one go.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Goal {
-    /// Idle time: issue writes only while the devices are free before the
-    /// next request arrives at `deadline`.
-    Idle { deadline: Nanos },
-    /// Pressure: until the dirty span is at most this many sectors.
+pub(crate) enum Budget {
+    /// Idle time: start writes only before the next request arrives at this time.
+    Until(Nanos),
+    /// At least this many bytes written back (one write at least).
+    Bytes(u64),
+    /// Until the dirty span is at most this many sectors.
     Span(u64),
     /// Everything.
-    Drain,
+    All,
+}
+
+/// The round in progress.
+pub(crate) struct Round {
+    /// Its records: (log position, sectors).
+    recs: Vec<(u64, u64)>,
+    /// Log position just past it.
+    end: u64,
+    /// Dirty sectors still to write back, sorted: (home, slot).
+    todo: Vec<(u64, u64)>,
+    next: usize,
 }
 
 impl HybridDevice {
-    /// Runs the flush worker from `start`; returns when its last step is
-    /// done (durable, if the tail moved), or `start` if there was nothing to do.
-    pub(crate) fn flush_session(&mut self, start: Nanos, goal: Goal) -> Result<Nanos> {
-        let c = self.layout.cache_sectors;
-        let s = self.layout.sector;
-        let round = (self.opts.round_bytes / s).max(1);
-        let max_run = (self.opts.max_flush_write / s).max(1) as usize;
+    /// Runs the worker from `start` within `budget`; returns when its last
+    /// step completes (or `start` if it did nothing).
+    pub(crate) fn flush_work(&mut self, start: Nanos, budget: Budget) -> Result<Nanos> {
         let mut ssd_t = start;
         let mut hdd_end = start;
-        let mut cursor = self.log.dirty_tail;
-        let mut last_seq = None;
-        let mut wrote = false;
-        let out_of_time = |t: Nanos| matches!(goal, Goal::Idle { deadline } if t >= deadline);
-        'rounds: while cursor < self.log.head {
-            if out_of_time(ssd_t.max(hdd_end)) {
+        let mut bytes = 0;
+        let mut did = false;
+        loop {
+            let stop = match budget {
+                Budget::Until(deadline) => ssd_t.max(hdd_end) >= deadline,
+                Budget::Bytes(b) => bytes >= b,
+                Budget::Span(target) => self.log.head - self.log.dirty_tail <= target,
+                Budget::All => false,
+            };
+            if stop {
                 break;
             }
-            if let Goal::Span(target) = goal {
-                if self.log.head - cursor <= target {
+            let round = match self.round.take() {
+                Some(r) => r,
+                None if self.log.dirty_tail == self.log.head => break,
+                None => self.gather(&mut ssd_t)?,
+            };
+            did = true;
+            if round.next < round.todo.len() {
+                let mut round = round;
+                bytes += self.write_back(&mut round, &mut ssd_t, &mut hdd_end)?;
+                self.round = Some(round);
+            } else {
+                let end = self.finish(round, ssd_t, hdd_end)?;
+                ssd_t = end;
+                hdd_end = end;
+            }
+        }
+        let end = if did { ssd_t.max(hdd_end) } else { start };
+        self.st.flush_ns += end - start;
+        Ok(end)
+    }
+
+    /// Collects the next round from the dirty tail.
+    fn gather(&mut self, t: &mut Nanos) -> Result<Round> {
+        let c = self.layout.cache_sectors;
+        let limit = (self.opts.round_bytes / self.layout.sector).max(1);
+        let first = self.log.dirty_tail;
+        let (m, mut io) = mio!(self, *t);
+        let mut recs = Vec::new();
+        let mut end = first;
+        while end < self.log.head && end - first < limit {
+            match m.record_at(&mut io, end % c)? {
+                Some(len) => {
+                    recs.push((end, len));
+                    end += len;
+                }
+                // The unused end of a lap.
+                None => end = ((end / c + 1) * c).min(self.log.head),
+            }
+        }
+        let mut todo = Vec::new();
+        for &(pos, len) in &recs {
+            for slot in pos % c + 1..pos % c + len {
+                if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
+                    if e.unflushed() {
+                        todo.push((e.value, slot));
+                    }
+                }
+            }
+        }
+        *t = io.t;
+        todo.sort_unstable();
+        Ok(Round {
+            recs,
+            end,
+            todo,
+            next: 0,
+        })
+    }
+
+    /// Writes back the next run of neighbouring sectors still dirty; returns its bytes.
+    fn write_back(
+        &mut self,
+        round: &mut Round,
+        ssd_t: &mut Nanos,
+        hdd_end: &mut Nanos,
+    ) -> Result<u64> {
+        let s = self.layout.sector;
+        let max_run = (self.opts.max_flush_write / s).max(1) as usize;
+        // Host writes since the round was gathered may have superseded some.
+        let mut run: Vec<(u64, u64)> = Vec::new();
+        {
+            let (m, mut io) = mio!(self, *ssd_t);
+            while round.next < round.todo.len() && run.len() < max_run {
+                let (home, slot) = round.todo[round.next];
+                if run.last().is_some_and(|&(h, _)| home != h + 1) {
+                    break;
+                }
+                round.next += 1;
+                let live = decode(m.rev_get(&mut io, slot)?)
+                    .is_some_and(|e| e.value == home && e.unflushed());
+                if live {
+                    run.push((home, slot));
+                } else if !run.is_empty() {
                     break;
                 }
             }
-            // The round's records and the dirty sectors not yet written back.
-            let mut recs = Vec::new();
-            let mut end = cursor;
-            let mut todo = Vec::new();
-            {
-                let (m, mut io) = mio!(self, ssd_t);
-                while end < self.log.head && end - cursor < round {
-                    match m.record_at(&mut io, end % c)? {
-                        Some(len) => {
-                            recs.push((end, len));
-                            end += len;
-                        }
-                        // The unused end of a lap.
-                        None => end = ((end / c + 1) * c).min(self.log.head),
-                    }
-                }
-                for &(pos, len) in &recs {
-                    for slot in pos % c + 1..pos % c + len {
-                        if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
-                            if e.unflushed() {
-                                todo.push((e.value, slot));
-                            }
-                        }
-                    }
-                }
-                ssd_t = io.t;
-            }
-            todo.sort_unstable();
-            let mut i = 0;
-            while i < todo.len() {
-                if out_of_time(ssd_t.max(hdd_end)) {
-                    break 'rounds;
-                }
-                let mut j = i + 1;
-                while j < todo.len() && todo[j].0 == todo[j - 1].0 + 1 && j - i < max_run {
-                    j += 1;
-                }
-                let mut data = vec![0u8; (j - i) * s as usize];
-                let mut k = i;
-                while k < j {
-                    let mut l = k + 1;
-                    while l < j && todo[l].1 == todo[l - 1].1 + 1 {
-                        l += 1;
-                    }
-                    let buf = &mut data[(k - i) * s as usize..(l - i) * s as usize];
-                    let r = self
-                        .ssd
-                        .read_at(ssd_t, self.layout.cache_offset(todo[k].1), buf)?;
-                    ssd_t = ssd_t.max(r.end);
-                    k = l;
-                }
-                let w = self.hdd.write_at(ssd_t, todo[i].0 * s, &data)?;
-                hdd_end = hdd_end.max(w.end);
-                self.st.flush_writes += 1;
-                self.st.flush_bytes += data.len() as u64;
-                wrote = true;
-                let (m, mut io) = mio!(self, ssd_t);
-                for &(home, slot) in &todo[i..j] {
-                    m.rev_set(&mut io, slot, encode_flushed(home))?;
-                    m.fwd_set(&mut io, home, encode_flushed(slot))?;
-                }
-                ssd_t = io.t;
-                self.dirty_sectors -= (j - i) as u64;
-                i = j;
-            }
-            // The whole round is on the HDD: its sectors become clean.
-            let (m, mut io) = mio!(self, ssd_t);
-            for &(pos, len) in &recs {
-                for slot in pos % c + 1..pos % c + len {
-                    if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
-                        if e.dirty {
-                            m.rev_set(&mut io, slot, encode(e.value, false))?;
-                            m.fwd_set(&mut io, e.value, encode(slot, false))?;
-                        }
-                    }
-                }
-            }
-            ssd_t = io.t;
-            if let Some(&(pos, len)) = recs.last() {
-                // The superblock names the last record the tail passes.
-                let offset = self.layout.cache_offset(pos % c);
-                let mut b = vec![0u8; s as usize];
-                ssd_t = ssd_t.max(self.ssd.read_at(ssd_t, offset, &mut b)?.end);
-                let h = Header::decode(&b)
-                    .filter(|h| h.len() == len && h.format_id == self.log.format_id)
-                    .ok_or(HybridError::Corrupt {
-                        what: "log record header",
-                        offset,
-                    })?;
-                last_seq = Some(h.seq);
-            }
-            cursor = end;
+            *ssd_t = io.t;
         }
-        if cursor == self.log.dirty_tail {
-            let end = if wrote { ssd_t.max(hdd_end) } else { start };
-            self.st.flush_ns += end - start;
-            return Ok(end);
+        if run.is_empty() {
+            return Ok(0);
+        }
+        let mut data = vec![0u8; run.len() * s as usize];
+        let mut k = 0;
+        while k < run.len() {
+            let mut l = k + 1;
+            while l < run.len() && run[l].1 == run[l - 1].1 + 1 {
+                l += 1;
+            }
+            let buf = &mut data[k * s as usize..l * s as usize];
+            let r = self
+                .ssd
+                .read_at(*ssd_t, self.layout.cache_offset(run[k].1), buf)?;
+            *ssd_t = (*ssd_t).max(r.end);
+            k = l;
+        }
+        let w = self.hdd.write_at(*ssd_t, run[0].0 * s, &data)?;
+        *hdd_end = (*hdd_end).max(w.end);
+        let (m, mut io) = mio!(self, *ssd_t);
+        for &(home, slot) in &run {
+            m.rev_set(&mut io, slot, encode_flushed(home))?;
+            m.fwd_set(&mut io, home, encode_flushed(slot))?;
+        }
+        *ssd_t = io.t;
+        self.dirty_sectors -= run.len() as u64;
+        self.st.flush_writes += 1;
+        self.st.flush_bytes += data.len() as u64;
+        Ok(data.len() as u64)
+    }
+
+    /// The whole round is on the HDD: make it durable, mark its sectors
+    /// clean and move the tail past it. Returns when that is durable.
+    fn finish(&mut self, round: Round, ssd_t: Nanos, hdd_end: Nanos) -> Result<Nanos> {
+        let c = self.layout.cache_sectors;
+        let s = self.layout.sector;
+        let mut t = ssd_t;
+        let (m, mut io) = mio!(self, t);
+        for &(pos, len) in &round.recs {
+            for slot in pos % c + 1..pos % c + len {
+                if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
+                    if e.dirty {
+                        m.rev_set(&mut io, slot, encode(e.value, false))?;
+                        m.fwd_set(&mut io, e.value, encode(slot, false))?;
+                    }
+                }
+            }
+        }
+        t = io.t;
+        let mut tail_prev_seq = self.log.tail_prev_seq;
+        if let Some(&(pos, len)) = round.recs.last() {
+            // The superblock names the last record the tail passes.
+            let offset = self.layout.cache_offset(pos % c);
+            let mut b = vec![0u8; s as usize];
+            t = t.max(self.ssd.read_at(t, offset, &mut b)?.end);
+            let h = Header::decode(&b)
+                .filter(|h| h.len() == len && h.format_id == self.log.format_id)
+                .ok_or(HybridError::Corrupt {
+                    what: "log record header",
+                    offset,
+                })?;
+            tail_prev_seq = h.seq;
         }
         // HDD data durable first; only then may the superblock release the log.
         let hf = self.hdd.flush_at(hdd_end)?;
@@ -157,17 +216,16 @@ impl HybridDevice {
             layout: self.layout,
             format_id: self.log.format_id,
             sb_seq: self.log.sb_seq + 1,
-            tail: cursor,
-            tail_prev_seq: last_seq.unwrap_or(self.log.tail_prev_seq),
+            tail: round.end,
+            tail_prev_seq,
         };
         let w = self
             .ssd
-            .write_at(hf.end.max(ssd_t), sb.slot_offset(), &sb.encode())?;
+            .write_at(hf.end.max(t), sb.slot_offset(), &sb.encode())?;
         let f = self.ssd.flush_at(w.end)?;
         self.log.sb_seq = sb.sb_seq;
-        self.log.tail_prev_seq = sb.tail_prev_seq;
-        self.log.dirty_tail = cursor;
-        self.st.flush_ns += f.end - start;
+        self.log.tail_prev_seq = tail_prev_seq;
+        self.log.dirty_tail = round.end;
         Ok(f.end)
     }
 }
