@@ -2,9 +2,11 @@
 
 mod devices;
 mod error;
+mod hybrid;
 mod kv;
 mod lab;
 mod profile;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -36,6 +38,11 @@ enum Command {
     /// Poke at a key-value store from the shell: put, get, delete, scan, stats
     /// (on a real file, or on a simulated device whose data lives in the file).
     Kv(kv::KvArgs),
+    /// Create or inspect a hybrid SSD+HDD device (HeteroDrive, seed 003).
+    Hybrid(hybrid::HybridArgs),
+    /// Replay a block trace (MSR, SPC, DiskSim, blkparse) on a device and
+    /// report latency percentiles and device counters.
+    Replay(replay::ReplayArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +55,8 @@ fn main() -> ExitCode {
         Command::Devices(a) => devices::run(a),
         Command::Profile(a) => profile::run(a),
         Command::Kv(a) => return kv::run(a),
+        Command::Hybrid(a) => return hybrid::run(a),
+        Command::Replay(a) => return replay::run(a),
     };
     match result {
         Ok(code) => code,
