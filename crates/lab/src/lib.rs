@@ -4,5 +4,6 @@
 
 pub mod lab;
 pub mod profile;
+pub mod real;
 pub mod report;
 pub mod seed004;

@@ -55,7 +55,8 @@ impl Pattern {
         Pattern::ALL.into_iter().find(|p| p.code() == s)
     }
 
-    fn writes(self) -> bool {
+    /// Whether the pattern writes.
+    pub fn writes(self) -> bool {
         !matches!(self, Pattern::SeqRead | Pattern::RandRead)
     }
 }

@@ -1,0 +1,12 @@
+//! Profiling real storage: a file or block device, timed by the wall clock.
+//!
+//! [`target`] decides what may be written (files the profiler created carry
+//! a marker header; anything else is read-only unless forced) and lays the
+//! test span out; [`run`] drives the access patterns with `iodepth` threads,
+//! each doing synchronous positioned I/O on its own descriptor of the file.
+
+mod run;
+mod target;
+
+pub use run::{run, Budget, RealSpec};
+pub use target::{prepare, Target, TargetError, TargetOptions, DEFAULT_SPAN, HEADER, MARKER};
