@@ -318,8 +318,9 @@ impl Tree<'_> {
             right.insert_at(0, &key, &cell);
             right.set_prev(id);
             let rid = right.id();
-            self.put_whole(right)?;
+            // Pin the old leaf first, so a small pool evicts something else.
             self.apply(id, Op::SetNext(rid))?;
+            self.put_whole(right)?;
             return Ok((key, rid));
         }
         let mut cells: Vec<(Vec<u8>, Vec<u8>)> = (0..node.len())

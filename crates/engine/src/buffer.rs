@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::error::Result;
 use crate::io::Disk;
-use crate::page::{Op, Page, PageId};
+use crate::page::{Kind, Op, Page, PageId};
 use crate::policy::{FrameInfo, FrameView, Policy};
 use crate::store::PageStore;
 
@@ -58,11 +58,21 @@ pub(crate) struct BufferPool {
     /// State of each page before the running batch first changed it
     /// (`None`: the batch created it), to roll the batch back.
     undo: HashMap<PageId, Option<Frame>>,
+    /// Keep internal (index) pages resident outside the frame budget, as
+    /// seed 001 keeps its index in main memory.
+    index_resident: bool,
+    /// Resident internal pages.
+    index_pages: usize,
 }
 
 struct View<'a> {
     frames: &'a HashMap<PageId, Frame>,
     store: &'a dyn PageStore,
+    index_resident: bool,
+}
+
+fn is_index(f: &Frame) -> bool {
+    f.page.kind() == Kind::Internal
 }
 
 impl FrameView for View<'_> {
@@ -74,13 +84,20 @@ impl FrameView for View<'_> {
         })
     }
     fn evictable(&self, page: PageId) -> bool {
-        self.frames.get(&page).is_some_and(|f| !f.pinned)
+        self.frames
+            .get(&page)
+            .is_some_and(|f| !f.pinned && !(self.index_resident && is_index(f)))
     }
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
         let mut v: Vec<PageId> = self
             .frames
             .iter()
-            .filter(|(&p, f)| f.dirty && !f.pinned && self.store.unit_of(p) == unit)
+            .filter(|(&p, f)| {
+                f.dirty
+                    && !f.pinned
+                    && !(self.index_resident && is_index(f))
+                    && self.store.unit_of(p) == unit
+            })
             .map(|(&p, _)| p)
             .collect();
         v.sort_unstable();
@@ -89,13 +106,24 @@ impl FrameView for View<'_> {
 }
 
 impl BufferPool {
-    pub fn new(capacity: usize, policy: Box<dyn Policy>) -> BufferPool {
+    pub fn new(capacity: usize, policy: Box<dyn Policy>, index_resident: bool) -> BufferPool {
         BufferPool {
             frames: HashMap::new(),
             capacity: capacity.max(1),
             policy,
             stats: BufferStats::default(),
             undo: HashMap::new(),
+            index_resident,
+            index_pages: 0,
+        }
+    }
+
+    /// Frames counted against the capacity.
+    fn budgeted(&self) -> usize {
+        if self.index_resident {
+            self.frames.len() - self.index_pages
+        } else {
+            self.frames.len()
         }
     }
 
@@ -144,10 +172,17 @@ impl BufferPool {
             pinned: dirty,
             lsn: 0,
         };
-        if self.frames.insert(id, f).is_some() {
-            self.policy.access(id);
-        } else {
-            self.policy.admit(id);
+        let index = is_index(&f);
+        match self.frames.insert(id, f) {
+            Some(old) => {
+                self.index_pages =
+                    self.index_pages + usize::from(index) - usize::from(is_index(&old));
+                self.policy.access(id);
+            }
+            None => {
+                self.index_pages += usize::from(index);
+                self.policy.admit(id);
+            }
         }
     }
 
@@ -217,7 +252,7 @@ impl BufferPool {
             f.pinned = false;
             f.lsn = disk.logged;
         }
-        while self.frames.len() > self.capacity {
+        while self.budgeted() > self.capacity {
             if !self.evict(store, disk)? {
                 break;
             }
@@ -225,23 +260,34 @@ impl BufferPool {
         Ok(())
     }
 
+    fn remove(&mut self, id: PageId) {
+        if let Some(f) = self.frames.remove(&id) {
+            self.index_pages -= usize::from(is_index(&f));
+            self.policy.forget(id);
+        }
+    }
+
     /// Undoes every change of the running batch.
     pub fn rollback(&mut self) {
-        for (id, before) in self.undo.drain() {
+        for (id, before) in std::mem::take(&mut self.undo) {
             match before {
                 Some(f) => {
-                    self.frames.insert(id, f);
+                    let index = usize::from(is_index(&f));
+                    let old = self
+                        .frames
+                        .insert(id, f)
+                        .map_or(0, |o| usize::from(is_index(&o)));
+                    self.index_pages = self.index_pages + index - old;
                 }
                 None => {
-                    self.frames.remove(&id);
-                    self.policy.forget(id);
+                    self.remove(id);
                 }
             }
         }
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
-        while self.frames.len() >= self.capacity {
+        while self.budgeted() >= self.capacity {
             if !self.evict(store, disk)? {
                 break;
             }
@@ -254,6 +300,7 @@ impl BufferPool {
         let view = View {
             frames: &self.frames,
             store: &*store,
+            index_resident: self.index_resident,
         };
         let Some(victim) = self.policy.victim(&view) else {
             return Ok(false);
@@ -262,8 +309,10 @@ impl BufferPool {
         if f.dirty {
             let unit = store.unit_of(victim);
             let mut group = if store.needs_merge(disk, victim, f) {
-                // The whole unit is rewritten anyway: take every dirty page of it along.
-                view.dirty_in_unit(unit)
+                // The whole unit is rewritten anyway: take dirty pages of it along.
+                let mut g = view.dirty_in_unit(unit);
+                g.retain(|p| *p == victim || store.joins_rewrite(disk, *p, &self.frames[p]));
+                g
             } else {
                 let info = FrameInfo {
                     page: victim,
@@ -285,8 +334,7 @@ impl BufferPool {
         } else {
             self.stats.clean_evictions += 1;
         }
-        self.frames.remove(&victim);
-        self.policy.forget(victim);
+        self.remove(victim);
         Ok(true)
     }
 

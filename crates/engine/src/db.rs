@@ -405,7 +405,7 @@ impl Core {
         };
         let policy = (opts.policy)(opts.buffer_pages);
         let mut core = Core {
-            pool: BufferPool::new(opts.buffer_pages, policy),
+            pool: BufferPool::new(opts.buffer_pages, policy, opts.index_in_memory),
             meta: Meta {
                 root: ckpt.root,
                 next_page: ckpt.next_page,
@@ -473,6 +473,15 @@ impl Core {
             if eu % u64::from(page_size) != 0 {
                 return Err(Error::Options(format!(
                     "page size {page_size} does not divide the {eu}-byte erase unit"
+                )));
+            }
+        }
+        if let StoreKind::InPageLogging(g) = kind {
+            // The erase-unit map must fit a checkpoint slot.
+            let units = opts.max_size.unwrap_or(DEFAULT_MAX).min(geo.capacity) / g.unit_size();
+            if units * (25 + u64::from(g.log_sectors)) + 4096 > slot_len {
+                return Err(Error::Options(format!(
+                    "{units} erase units do not fit a checkpoint: lower max_size"
                 )));
             }
         }

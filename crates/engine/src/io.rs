@@ -86,22 +86,6 @@ impl Disk {
         Ok(())
     }
 
-    /// Rewrites `buf` at `off` where the sectors are already programmed on a
-    /// program-once device: read the unit, erase it, write it back.
-    pub fn rewrite_in_place(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
-        let before = self.dev.stats();
-        flashkv_device::update_in_place(&mut *self.dev, off, buf)?;
-        let after = self.dev.stats();
-        let s = self.region(r);
-        s.reads += after.host_reads - before.host_reads;
-        s.writes += after.host_writes - before.host_writes;
-        s.read_bytes += after.host_read_bytes - before.host_read_bytes;
-        s.write_bytes += after.host_write_bytes - before.host_write_bytes;
-        s.erases += after.block_erases - before.block_erases;
-        s.unit_rewrites += 1;
-        Ok(())
-    }
-
     /// Erases the erase unit holding `[off, off+len)` on devices that have
     /// them; elsewhere tells the device the range is free (trim), ignoring
     /// devices that cannot trim. Counted as one erase either way.

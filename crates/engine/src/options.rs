@@ -58,6 +58,12 @@ impl IplGeometry {
     }
 }
 
+impl Default for IplGeometry {
+    fn default() -> Self {
+        Self::seed()
+    }
+}
+
 /// Which page store writes pages to the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StoreKind {
@@ -93,6 +99,10 @@ pub struct Options {
     pub buffer_pages: usize,
     /// Buffer replacement policy.
     pub policy: PolicyFactory,
+    /// Keep the B+-tree's internal pages resident outside the buffer budget,
+    /// as seed 001 keeps its index in main memory: with `buffer_pages = 1`
+    /// the one frame then holds data (leaf and overflow) pages only.
+    pub index_in_memory: bool,
     /// Write-ahead log. Without it nothing is durable until [`crate::Db::flush`]
     /// and a crash can corrupt the store: only for experiments that count
     /// page-store I/O alone.
@@ -112,6 +122,7 @@ impl Default for Options {
             page_size: 4096,
             buffer_pages: 256,
             policy: Arc::new(|_| Box::new(Lru::default())),
+            index_in_memory: false,
             wal: true,
             wal_size: 16 << 20,
             sync: false,
@@ -126,6 +137,7 @@ impl std::fmt::Debug for Options {
             .field("store", &self.store)
             .field("page_size", &self.page_size)
             .field("buffer_pages", &self.buffer_pages)
+            .field("index_in_memory", &self.index_in_memory)
             .field("wal", &self.wal)
             .field("wal_size", &self.wal_size)
             .field("sync", &self.sync)
@@ -158,6 +170,10 @@ impl Options {
     }
     pub fn max_size(mut self, bytes: u64) -> Self {
         self.max_size = Some(bytes);
+        self
+    }
+    pub fn index_in_memory(mut self, on: bool) -> Self {
+        self.index_in_memory = on;
         self
     }
     pub fn policy(mut self, f: PolicyFactory) -> Self {

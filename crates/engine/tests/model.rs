@@ -44,7 +44,7 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-fn configs() -> Vec<(StoreKind, usize)> {
+fn configs() -> Vec<(StoreKind, usize, bool)> {
     let kinds = [
         StoreKind::InPlace,
         StoreKind::InPageLogging(IplGeometry::seed()),
@@ -53,17 +53,18 @@ fn configs() -> Vec<(StoreKind, usize)> {
     ];
     let mut v = Vec::new();
     for k in kinds {
-        for frames in [1, 3, 64] {
-            v.push((k, frames));
+        for (frames, index) in [(1, false), (1, true), (3, false), (64, false)] {
+            v.push((k, frames, index));
         }
     }
     v
 }
 
-fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseError> {
+fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<(), TestCaseError> {
     let opts = Options::default()
         .store(kind)
         .buffer_pages(frames)
+        .index_in_memory(index)
         .max_size(48 << 20)
         .wal_size(2 << 20);
     let mut db = Db::open(
@@ -156,15 +157,15 @@ fn run(kind: StoreKind, frames: usize, steps: &[Step]) -> Result<(), TestCaseErr
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn matches_btreemap(cfg in 0usize..12, steps in proptest::collection::vec(step(), 1..120)) {
-        let (kind, frames) = configs()[cfg];
-        run(kind, frames, &steps)?;
+    fn matches_btreemap(cfg in 0usize..16, steps in proptest::collection::vec(step(), 1..120)) {
+        let (kind, frames, index) = configs()[cfg];
+        run(kind, frames, index, &steps)?;
     }
 }
 
 #[test]
 fn many_keys_every_config() {
-    for (kind, frames) in configs() {
+    for (kind, frames, index) in configs() {
         let steps: Vec<Step> = (0..1500u32)
             .map(|i| {
                 let k = (i.wrapping_mul(2654435761) % 5000).to_be_bytes().to_vec();
@@ -177,6 +178,6 @@ fn many_keys_every_config() {
                 }
             })
             .collect();
-        run(kind, frames, &steps).unwrap();
+        run(kind, frames, index, &steps).unwrap();
     }
 }

@@ -1,7 +1,9 @@
 //! In-place page store: page `i` lives at `start + i * page_size` and is
 //! rewritten there whole. On a program-once device a page already written is
 //! updated by reading its erase unit, erasing it and writing it back
-//! (seed 001, §4: "32 write-, 32 read- and one erase operation").
+//! (seed 001, §4: "32 write-, 32 read- and one erase operation"). This is
+//! `flashkv_device::update_in_place` done page by page, leaving empty pages
+//! unprogrammed.
 //!
 //! Erasing a unit destroys its other pages until the rewrite lands, so with
 //! a write-ahead log the new unit image is first written to one of two
@@ -51,39 +53,60 @@ impl InPlace {
         }
     }
 
-    /// Read-erase-rewrite of the unit holding `off`, staged in a scratch unit.
-    fn rewrite_staged(
-        &mut self,
-        disk: &mut Disk,
-        scratch: [u64; 2],
-        off: u64,
-        img: &[u8],
-    ) -> Result<()> {
-        let base = off - off % self.unit;
-        let mut unit = vec![0u8; self.unit as usize];
-        disk.read(Region::Data, base, &mut unit)?;
-        let at = (off - base) as usize;
-        unit[at..at + img.len()].copy_from_slice(img);
-        let s = scratch[self.next_scratch];
-        self.next_scratch ^= 1;
-        if disk.programmed(s, self.unit) {
-            disk.erase(Region::Meta, s, self.unit)?;
-        }
-        disk.write(Region::Meta, s, &unit)?;
-        let mut rec = Vec::with_capacity(20);
-        rec.extend_from_slice(&base.to_le_bytes());
-        rec.extend_from_slice(&s.to_le_bytes());
-        rec.extend_from_slice(&crc32c::crc32c(&unit).to_le_bytes());
-        disk.journal(UNIT_RECORD, &rec)?;
-        disk.erase(Region::Data, base, self.unit)?;
-        disk.write(Region::Data, base, &unit)?;
-        disk.data.unit_rewrites += 1;
-        self.stats.erases += 1;
-        Ok(())
-    }
     fn offset(&self, id: PageId) -> u64 {
         self.start + id * self.page_size as u64
     }
+
+    /// The conventional in-place update on a program-once device: read the
+    /// unit's written pages, erase the unit, write them back with the new
+    /// one. Page by page, as seed 001 counts it, and empty pages stay
+    /// empty (so later new pages there need no erase). With a log, the new
+    /// unit image is first staged in a scratch unit.
+    fn rewrite(&mut self, disk: &mut Disk, off: u64, img: &[u8]) -> Result<()> {
+        let ps = self.page_size as u64;
+        let base = off - off % self.unit;
+        let mut unit = vec![0u8; self.unit as usize];
+        let mut live = vec![false; (self.unit / ps) as usize];
+        for (i, page) in unit.chunks_mut(self.page_size).enumerate() {
+            let at = base + i as u64 * ps;
+            if at == off {
+                page.copy_from_slice(img);
+                live[i] = true;
+            } else if disk.programmed(at, ps) {
+                disk.read(Region::Data, at, page)?;
+                live[i] = true;
+            }
+        }
+        if let Some(scratch) = self.scratch.filter(|_| disk.journal.is_some()) {
+            let s = scratch[self.next_scratch];
+            self.next_scratch ^= 1;
+            if disk.programmed(s, self.unit) {
+                disk.erase(Region::Meta, s, self.unit)?;
+            }
+            disk.write(Region::Meta, s, &unit)?;
+            let mut rec = Vec::with_capacity(20);
+            rec.extend_from_slice(&base.to_le_bytes());
+            rec.extend_from_slice(&s.to_le_bytes());
+            rec.extend_from_slice(&crc32c::crc32c(&unit).to_le_bytes());
+            disk.journal(UNIT_RECORD, &rec)?;
+        }
+        disk.erase(Region::Data, base, self.unit)?;
+        write_live(disk, base, &unit, self.page_size)?;
+        disk.data.unit_rewrites += 1;
+        self.stats.erases += 1;
+        self.stats.unit_rewrites += 1;
+        Ok(())
+    }
+}
+
+/// Writes the pages of a unit image that hold anything.
+fn write_live(disk: &mut Disk, base: u64, unit: &[u8], page_size: usize) -> Result<()> {
+    for (i, page) in unit.chunks(page_size).enumerate() {
+        if page.iter().any(|&b| b != 0) {
+            disk.write(Region::Data, base + (i * page_size) as u64, page)?;
+        }
+    }
+    Ok(())
 }
 
 impl PageStore for InPlace {
@@ -119,15 +142,7 @@ impl PageStore for InPlace {
             let off = self.offset(*id);
             let img = f.page.seal();
             if disk.programmed(off, img.len() as u64) {
-                match self.scratch.filter(|_| disk.journal.is_some()) {
-                    Some(scratch) => self.rewrite_staged(disk, scratch, off, img)?,
-                    None => {
-                        let before = disk.data.erases;
-                        disk.rewrite_in_place(Region::Data, off, img)?;
-                        self.stats.erases += disk.data.erases - before;
-                    }
-                }
-                self.stats.unit_rewrites += 1;
+                self.rewrite(disk, off, img)?;
             } else {
                 disk.write(Region::Data, off, img)?;
             }
@@ -162,7 +177,7 @@ impl PageStore for InPlace {
         if disk.programmed(base, self.unit) {
             disk.erase(Region::Data, base, self.unit)?;
         }
-        disk.write(Region::Data, base, &unit)
+        write_live(disk, base, &unit, self.page_size)
     }
     fn stats(&self) -> StoreStats {
         self.stats

@@ -378,6 +378,14 @@ impl PageStore for Ipl {
         f.bomb || f.log.is_empty() || self.free_sector(disk, u, slot).is_none()
     }
 
+    /// Seed 001 §5.2.3: a merge swaps out the unit's buffered pages. Pages
+    /// not on flash yet stay out: they are still being filled, and a later
+    /// write of theirs into an empty slot needs no merge.
+    fn joins_rewrite(&self, _: &Disk, id: PageId, _: &Frame) -> bool {
+        let (l, slot) = self.split(id);
+        self.unit(l).is_some_and(|u| u.written & (1 << slot) != 0)
+    }
+
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
         let Some(&(first, _)) = frames.first() else {
             return Ok(());

@@ -46,6 +46,11 @@ pub(crate) trait PageStore: Send {
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;
     /// Whether writing this frame would rewrite its whole erase unit.
     fn needs_merge(&self, disk: &Disk, id: PageId, frame: &Frame) -> bool;
+    /// Whether a dirty frame of a unit being rewritten should be written
+    /// with it. Default: when it would need a rewrite of its own.
+    fn joins_rewrite(&self, disk: &Disk, id: PageId, frame: &Frame) -> bool {
+        self.needs_merge(disk, id, frame)
+    }
     /// Writes dirty frames, all of one erase unit, and marks them clean.
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()>;
     /// State to persist in a checkpoint.
