@@ -15,13 +15,17 @@ use crate::tablets::{FANOUT, KEY_BITS, TABLET_BYTES};
 const SB_MAGIC: &[u8; 8] = b"FKVHYB01";
 const SB_SLOT: u64 = 4096;
 const MAP_START: u64 = 2 * SB_SLOT;
+/// The hybrid's sector (and mapping unit) is at least 4 KiB: log records then
+/// start and end on flash page boundaries, so an FTL sees whole-page
+/// sequential writes instead of read-modify-writes of partial pages.
+const MIN_SECTOR: u64 = 4096;
 /// The cache must hold at least this many sectors to be useful.
 const MIN_CACHE_SECTORS: u64 = 256;
 
 /// The fixed shape of a hybrid device, recorded in its superblock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Layout {
-    /// The hybrid's sector: the larger of the two devices' sectors.
+    /// The hybrid's sector: 4 KiB, or the larger of the devices' sectors.
     pub sector: u64,
     pub ssd_capacity: u64,
     /// Capacity the hybrid exposes: the HDD's, in whole sectors.
@@ -57,7 +61,7 @@ impl Layout {
         if hdd.program_once {
             return Err(HybridError::Layout("the HDD must not be raw NAND".into()));
         }
-        let sector = u64::from(ssd.sector_size.max(hdd.sector_size));
+        let sector = u64::from(ssd.sector_size.max(hdd.sector_size)).max(MIN_SECTOR);
         if sector > SB_SLOT {
             return Err(HybridError::Layout(format!(
                 "sector size {sector} exceeds {SB_SLOT}"
@@ -210,26 +214,26 @@ mod tests {
     #[test]
     fn regions_do_not_overlap_and_the_mapping_region_covers_the_worst_case() {
         let l = Layout::compute(geo(32 << 30, 512), geo(64 << 30, 512)).unwrap();
-        assert_eq!(l.capacity, 64 << 30);
+        assert_eq!((l.capacity, l.sector), (64 << 30, 4096));
         assert!(l.map_start + l.map_slots * TABLET_BYTES <= l.cache_start);
-        assert_eq!(l.cache_start + l.cache_sectors * 512 <= 32 << 30, true);
-        // 64 GiB HDD: at most 2^27/512 leaf tablets for the forward map.
-        assert!(l.map_slots >= (1 << 18) + (l.cache_sectors / 512));
+        assert!(l.cache_start + l.cache_sectors * 4096 <= 32 << 30);
+        // 64 GiB HDD in 4 KiB sectors: at most 2^24/512 forward-map leaves.
+        assert!(l.map_slots >= (1 << 15) + (l.cache_sectors / 512));
         assert!(
-            l.cache_sectors * 512 > 30 << 30,
+            l.cache_sectors * 4096 > 31 << 30,
             "mapping region stays small"
         );
     }
 
     #[test]
     fn too_small_an_ssd_is_a_layout_error() {
-        let e = Layout::compute(geo(64 << 10, 512), geo(1 << 30, 512)).unwrap_err();
+        let e = Layout::compute(geo(1 << 20, 512), geo(1 << 30, 512)).unwrap_err();
         assert!(matches!(e, HybridError::Layout(_)), "{e}");
     }
 
     #[test]
     fn superblock_round_trips_and_rejects_damage() {
-        let layout = Layout::compute(geo(16 << 20, 512), geo(1 << 30, 4096)).unwrap();
+        let layout = Layout::compute(geo(16 << 20, 512), geo(1 << 30, 512)).unwrap();
         assert_eq!(layout.sector, 4096);
         let sb = Superblock {
             layout,
