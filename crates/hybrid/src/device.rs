@@ -14,14 +14,20 @@ use crate::stats::{HybridStats, RecoveryReport};
 /// The circular log in the cache region, in log positions (sectors counted
 /// from the first append ever; the slot is `pos % cache_sectors`).
 ///
-/// `free_tail ≤ dirty_tail ≤ head ≤ free_tail + cache_sectors`:
+/// `free_tail ≤ dirty_tail ≤ flushed_tail ≤ head ≤ free_tail + cache_sectors`:
 /// `[free_tail, dirty_tail)` is the flushed (clean) zone, `[dirty_tail, head)`
-/// the cached (dirty) zone, the rest free. Records never straddle the end of
+/// the cached (dirty) zone, the rest free. The flush worker has written
+/// `[dirty_tail, flushed_tail)` back already; the superblock moves
+/// `dirty_tail` up to it only now and then, because on an FTL SSD every
+/// write outside the log breaks its sequential stream. Records never straddle the end of
 /// the region: one that would is placed at the start of the next lap.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Log {
     pub free_tail: u64,
     pub dirty_tail: u64,
+    pub flushed_tail: u64,
+    /// Sequence number of the record just before `flushed_tail`.
+    pub flushed_prev_seq: u64,
     pub head: u64,
     /// Sequence number of the newest record (the next one's `prev_seq`).
     pub last_seq: u64,
@@ -158,7 +164,7 @@ impl HybridDevice {
         let mut st = self.st.clone();
         st.dirty_bytes = self.dirty_sectors * s;
         st.cached_bytes = self.cached_sectors * s;
-        st.dirty_span_bytes = (self.log.head - self.log.dirty_tail) * s;
+        st.dirty_span_bytes = (self.log.head - self.log.flushed_tail) * s;
         let read = st.read_hit_bytes + st.read_miss_bytes;
         st.read_hit_ratio = if read == 0 {
             0.0
@@ -190,6 +196,7 @@ impl HybridDevice {
     pub fn drain(&mut self, at: Nanos) -> flashkv_device::Result<Completion> {
         let start = at.max(self.bg_until);
         let end = self.flush_work(start, Budget::All)?;
+        let end = self.commit(end)?;
         self.bg_until = self.bg_until.max(end);
         self.clock = self.clock.max(end);
         Ok(Completion {
@@ -202,7 +209,7 @@ impl HybridDevice {
     /// Runs the flush worker in the idle time before `at`.
     fn idle_work(&mut self, at: Nanos) -> Result<()> {
         let from = self.clock.max(self.bg_until) + self.opts.idle_threshold_ns;
-        if at > from && self.log.head > self.log.dirty_tail {
+        if at > from && self.log.head > self.log.flushed_tail {
             let end = self.flush_work(from, Budget::Until(at))?;
             self.bg_until = self.bg_until.max(end);
             self.st.idle_flushes += 1;
@@ -214,7 +221,7 @@ impl HybridDevice {
     /// wrote, in the background, so the cache drains while writes continue.
     fn pressure(&mut self, at: Nanos, written: u64) -> Result<()> {
         let c = self.layout.cache_sectors as f64;
-        let span = (self.log.head - self.log.dirty_tail) as f64;
+        let span = (self.log.head - self.log.flushed_tail) as f64;
         if span >= self.opts.high_watermark * c {
             self.pressure = true;
         } else if span <= self.opts.low_watermark * c {
@@ -271,17 +278,22 @@ impl HybridDevice {
                 self.reclaim_one(t)?;
                 continue;
             }
+            if self.log.dirty_tail < self.log.flushed_tail {
+                *t = (*t).max(self.commit((*t).max(self.bg_until))?);
+                self.bg_until = self.bg_until.max(*t);
+                continue;
+            }
             if !may_flush {
                 return Ok(None);
             }
             self.st.stalls += 1;
             // Only until there is room; the background worker does the rest.
             let target = c.saturating_sub(2 * need);
-            let before = self.log.dirty_tail;
+            let before = self.log.flushed_tail;
             let end = self.flush_work((*t).max(self.bg_until), Budget::Span(target))?;
             self.bg_until = self.bg_until.max(end);
             *t = (*t).max(end);
-            if self.log.dirty_tail == before {
+            if self.log.flushed_tail == before {
                 return Err(HybridError::Layout(
                     "cache region too small for this write".into(),
                 ));

@@ -5,9 +5,11 @@
 //! step, so it can stop whenever its time is up and continue later.
 //!
 //! A sector written back is marked flushed but stays dirty (recovery would
-//! still replay it, and new writes to it stay in the cache) until its whole
-//! round is on the HDD: then the HDD is made durable and a superblock moves
-//! the tail past the round. The log is only ever released behind durable data.
+//! still replay it, and new writes to it stay in the cache) until a commit:
+//! the HDD is made durable, then a superblock moves the durable tail past the
+//! rounds completed so far and their sectors become clean. The log is only
+//! ever released behind durable data. Commits happen when an eighth of the
+//! cache has been written back, when a write needs the space, and on drain.
 
 use flashkv_device::Nanos;
 
@@ -53,7 +55,7 @@ impl HybridDevice {
             let stop = match budget {
                 Budget::Until(deadline) => ssd_t.max(hdd_end) >= deadline,
                 Budget::Bytes(b) => bytes >= b,
-                Budget::Span(target) => self.log.head - self.log.dirty_tail <= target,
+                Budget::Span(target) => self.log.head - self.log.flushed_tail <= target,
                 Budget::All => false,
             };
             if stop {
@@ -61,7 +63,7 @@ impl HybridDevice {
             }
             let round = match self.round.take() {
                 Some(r) => r,
-                None if self.log.dirty_tail == self.log.head => break,
+                None if self.log.flushed_tail == self.log.head => break,
                 None => self.gather(&mut ssd_t)?,
             };
             did = true;
@@ -84,7 +86,7 @@ impl HybridDevice {
     fn gather(&mut self, t: &mut Nanos) -> Result<Round> {
         let c = self.layout.cache_sectors;
         let limit = (self.opts.round_bytes / self.layout.sector).max(1);
-        let first = self.log.dirty_tail;
+        let first = self.log.flushed_tail;
         let (m, mut io) = mio!(self, *t);
         let mut recs = Vec::new();
         let mut end = first;
@@ -178,54 +180,73 @@ impl HybridDevice {
         Ok(data.len() as u64)
     }
 
-    /// The whole round is on the HDD: make it durable, mark its sectors
-    /// clean and move the tail past it. Returns when that is durable.
+    /// The whole round is on the HDD: note how far the worker got, and
+    /// commit once enough has piled up. Returns when that is done.
     fn finish(&mut self, round: Round, ssd_t: Nanos, hdd_end: Nanos) -> Result<Nanos> {
         let c = self.layout.cache_sectors;
         let s = self.layout.sector;
-        let mut t = ssd_t;
-        let (m, mut io) = mio!(self, t);
-        for &(pos, len) in &round.recs {
-            for slot in pos % c + 1..pos % c + len {
-                if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
-                    if e.dirty {
-                        m.rev_set(&mut io, slot, encode(e.value, false))?;
-                        m.fwd_set(&mut io, e.value, encode(slot, false))?;
-                    }
-                }
-            }
-        }
-        t = io.t;
-        let mut tail_prev_seq = self.log.tail_prev_seq;
+        let mut t = ssd_t.max(hdd_end);
         if let Some(&(pos, len)) = round.recs.last() {
-            // The superblock names the last record the tail passes.
+            // The superblock will name the last record the tail passes.
             let offset = self.layout.cache_offset(pos % c);
             let mut b = vec![0u8; s as usize];
-            t = t.max(self.ssd.read_at(t, offset, &mut b)?.end);
+            t = t.max(self.ssd.read_at(ssd_t, offset, &mut b)?.end);
             let h = Header::decode(&b)
                 .filter(|h| h.len() == len && h.format_id == self.log.format_id)
                 .ok_or(HybridError::Corrupt {
                     what: "log record header",
                     offset,
                 })?;
-            tail_prev_seq = h.seq;
+            self.log.flushed_prev_seq = h.seq;
         }
-        // HDD data durable first; only then may the superblock release the log.
-        let hf = self.hdd.flush_at(hdd_end)?;
+        self.log.flushed_tail = round.end;
+        if self.log.flushed_tail - self.log.dirty_tail >= c / 8 {
+            t = self.commit(t)?;
+        }
+        Ok(t)
+    }
+
+    /// Makes the written-back rounds durable on the HDD, then moves the
+    /// superblock's tail past them and marks their sectors clean. Returns
+    /// when it is durable (`at` if there was nothing to commit).
+    pub(crate) fn commit(&mut self, at: Nanos) -> Result<Nanos> {
+        if self.log.dirty_tail == self.log.flushed_tail {
+            return Ok(at);
+        }
+        let c = self.layout.cache_sectors;
+        let hf = self.hdd.flush_at(at)?;
         let sb = Superblock {
             layout: self.layout,
             format_id: self.log.format_id,
             sb_seq: self.log.sb_seq + 1,
-            tail: round.end,
-            tail_prev_seq,
+            tail: self.log.flushed_tail,
+            tail_prev_seq: self.log.flushed_prev_seq,
         };
-        let w = self
-            .ssd
-            .write_at(hf.end.max(t), sb.slot_offset(), &sb.encode())?;
+        let w = self.ssd.write_at(hf.end, sb.slot_offset(), &sb.encode())?;
         let f = self.ssd.flush_at(w.end)?;
+        let (m, mut io) = mio!(self, f.end);
+        let mut pos = self.log.dirty_tail;
+        while pos < self.log.flushed_tail {
+            match m.record_at(&mut io, pos % c)? {
+                Some(len) => {
+                    for slot in pos % c + 1..pos % c + len {
+                        if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
+                            if e.dirty {
+                                m.rev_set(&mut io, slot, encode(e.value, false))?;
+                                m.fwd_set(&mut io, e.value, encode(slot, false))?;
+                            }
+                        }
+                    }
+                    pos += len;
+                }
+                None => pos = (pos / c + 1) * c,
+            }
+        }
+        let end = io.t;
         self.log.sb_seq = sb.sb_seq;
-        self.log.tail_prev_seq = tail_prev_seq;
-        self.log.dirty_tail = round.end;
-        Ok(f.end)
+        self.log.tail_prev_seq = sb.tail_prev_seq;
+        self.log.dirty_tail = self.log.flushed_tail;
+        self.st.commits += 1;
+        Ok(end)
     }
 }

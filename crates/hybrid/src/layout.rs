@@ -19,6 +19,9 @@ const MAP_START: u64 = 2 * SB_SLOT;
 /// start and end on flash page boundaries, so an FTL sees whole-page
 /// sequential writes instead of read-modify-writes of partial pages.
 const MIN_SECTOR: u64 = 4096;
+/// Largest alignment of the cache region (erase blocks of ganged dies are a
+/// few MiB).
+const MAX_ALIGN: u64 = 16 << 20;
 /// The cache must hold at least this many sectors to be useful.
 const MIN_CACHE_SECTORS: u64 = 256;
 
@@ -78,7 +81,11 @@ impl Layout {
         // Slots for the worst case at the largest cache; the real cache is a
         // little smaller, so the bound still holds.
         let map_slots = tree_bound(vsectors, usable) + tree_bound(usable, usable);
-        let cache_start = (MAP_START + map_slots * TABLET_BYTES).div_ceil(sector) * sector;
+        // Start the log on a large power-of-two boundary: an FTL that maps
+        // whole erase blocks only streams writes that begin at a block start.
+        let align = (ssd.capacity / 64).clamp(sector, MAX_ALIGN);
+        let align = 1 << (63 - align.leading_zeros());
+        let cache_start = (MAP_START + map_slots * TABLET_BYTES).div_ceil(align) * align;
         let cache_sectors = ssd.capacity.saturating_sub(cache_start) / sector;
         if cache_sectors < MIN_CACHE_SECTORS {
             return Err(HybridError::Layout(format!(
@@ -217,6 +224,7 @@ mod tests {
         assert_eq!((l.capacity, l.sector), (64 << 30, 4096));
         assert!(l.map_start + l.map_slots * TABLET_BYTES <= l.cache_start);
         assert!(l.cache_start + l.cache_sectors * 4096 <= 32 << 30);
+        assert_eq!(l.cache_start % (16 << 20), 0);
         // 64 GiB HDD in 4 KiB sectors: at most 2^24/512 forward-map leaves.
         assert!(l.map_slots >= (1 << 15) + (l.cache_sectors / 512));
         assert!(

@@ -76,6 +76,8 @@ impl HybridDevice {
         let log = Log {
             free_tail: 0,
             dirty_tail: 0,
+            flushed_tail: 0,
+            flushed_prev_seq: 0,
             head: 0,
             last_seq: 0,
             next_seq: 1,
@@ -108,6 +110,8 @@ impl HybridDevice {
         let log = Log {
             free_tail: sb.tail,
             dirty_tail: sb.tail,
+            flushed_tail: sb.tail,
+            flushed_prev_seq: sb.tail_prev_seq,
             head: sb.tail,
             last_seq: sb.tail_prev_seq,
             next_seq: sb.tail_prev_seq + 1,

@@ -41,6 +41,8 @@ pub struct HybridStats {
     pub flush_bytes: u64,
     pub flush_writes: u64,
     pub idle_flushes: u64,
+    /// Superblock updates that released written-back log.
+    pub commits: u64,
     pub pressure_flushes: u64,
     /// Virtual time the flush sessions took, start to durable tail.
     pub flush_ns: Nanos,
