@@ -312,7 +312,10 @@ impl Tree<'_> {
         let id = node.id();
         let mut right = self.alloc(Kind::Leaf)?;
         let last = node.len().checked_sub(1).map(|i| node.key(i).to_vec());
-        if !replace && node.next() == NO_PAGE && last.as_deref().map_or(true, |l| l < &key[..]) {
+        if !replace
+            && node.next() == NO_PAGE
+            && !matches!(last.as_deref(), Some(l) if l >= &key[..])
+        {
             // Appending past the right edge: start a new leaf, leave this one
             // as it is (only its sibling link changes, which is loggable).
             right.insert_at(0, &key, &cell);

@@ -86,7 +86,7 @@ impl FrameView for View<'_> {
     fn evictable(&self, page: PageId) -> bool {
         self.frames
             .get(&page)
-            .is_some_and(|f| !f.pinned && !(self.index_resident && is_index(f)))
+            .is_some_and(|f| !(f.pinned || self.index_resident && is_index(f)))
     }
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
         let mut v: Vec<PageId> = self
@@ -230,6 +230,18 @@ impl BufferPool {
             }
         }
         Ok(())
+    }
+
+    /// Images of the dirty pages.
+    pub fn dirty(&self) -> Vec<&Page> {
+        let mut v: Vec<&Page> = self
+            .frames
+            .values()
+            .filter(|f| f.dirty)
+            .map(|f| &f.page)
+            .collect();
+        v.sort_unstable_by_key(|p| p.id());
+        v
     }
 
     /// Images of the pages the running batch modified.

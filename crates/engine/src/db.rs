@@ -379,7 +379,7 @@ impl Core {
         let mut store: Box<dyn PageStore> = match ckpt.store {
             StoreKind::InPlace => {
                 let ps = u64::from(ckpt.page_size);
-                if ps < 512 || ps > 65536 || ps % sector != 0 {
+                if !(512..=65536).contains(&ps) || ps % sector != 0 {
                     return Err(Error::Options(format!(
                         "page size {ps} must be 512..=65536 and a multiple of the {sector}-byte sector"
                     )));
@@ -422,8 +422,12 @@ impl Core {
             disk,
         };
         std::mem::swap(&mut core.store, &mut store);
+        let recovered = !records.is_empty();
         for (kind, payload) in records {
             core.replay(kind, &payload)?;
+        }
+        if recovered {
+            core.guard(|c| c.relog(&mut wal))?;
         }
         core.wal_seq = wal.next_seq;
         if opts.wal {
@@ -486,7 +490,7 @@ impl Core {
             }
         }
         let wal_start = 2 * slot_len;
-        let wal_len = round_up(opts.wal_size.max(64 << 10), align);
+        let wal_len = round_up(opts.wal_size.max(64 << 10), 2 * align);
         let data_start = wal_start + wal_len;
         let end = opts.max_size.unwrap_or(DEFAULT_MAX).min(geo.capacity);
         let end = end - end % align;
@@ -633,6 +637,40 @@ impl Core {
         if self.sync {
             self.disk.flush()?;
         }
+        Ok(())
+    }
+
+    /// Copies what recovery found into one record of a new epoch (in the
+    /// other half of the log) and checkpoints the page store as it is, so
+    /// the checkpoint that writes the pages out has a whole half to log in.
+    fn relog(&mut self, wal: &mut Wal) -> Result<()> {
+        let epoch = self.ckpt_seq + 1;
+        wal.reset(epoch);
+        let first = wal.next_seq;
+        let pages = self.pool.dirty();
+        let mut payload = Vec::with_capacity(28 + pages.len() * self.store.page_size());
+        encode_meta(&self.meta, &mut payload);
+        payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+        for p in pages {
+            push_image(&mut payload, p);
+        }
+        wal.append(&mut self.disk, BATCH_RECORD, &payload)?;
+        let mut state = Vec::new();
+        self.store.encode_state(&mut state);
+        Checkpoint {
+            seq: epoch,
+            store: self.store.kind(),
+            page_size: self.store.page_size() as u32,
+            layout: self.layout,
+            root: self.meta.root,
+            next_page: self.meta.next_page,
+            next_auto: self.meta.next_auto,
+            wal_seq: first,
+            store_state: state,
+        }
+        .write(&mut self.disk)?;
+        self.ckpt_seq = epoch;
+        self.checkpoints += 1;
         Ok(())
     }
 

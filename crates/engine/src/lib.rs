@@ -15,22 +15,33 @@
 //!
 //! A batch is one checksummed, sequence-numbered log record holding the
 //! images of the pages it changed and the tree's root / page counter / key
-//! counter. It is written before any of those pages may reach the page store,
-//! and it is durable once the device is flushed ([`Db::flush`], or every
-//! write with [`Options::sync`]). Recovery reads the newest valid checkpoint,
-//! replays the log records after it (stopping at the first torn or missing
-//! one) and checkpoints. Page stores only ever overwrite pages whose newer
-//! image is in the log, and the in-page-logging store logs each erase-unit
-//! map switch (and flushes) before erasing the old unit. With
-//! [`Options::wal`] off nothing is durable before [`Db::flush`] and a crash
-//! may leave the store unreadable: that mode exists to count page-store I/O
-//! alone, as seed 001 did.
+//! counter. It is written before any of those pages may reach the page store
+//! (each buffered page remembers the record holding its latest image, and
+//! the log is flushed up to it before the page is written), and it is
+//! durable once the device is flushed ([`Db::flush`], or every write with
+//! [`Options::sync`]). Page stores only ever overwrite pages whose newer
+//! image is in the log; the in-page-logging store logs each erase-unit map
+//! switch (after flushing the new unit) before erasing the old unit, and the
+//! in-place store on raw NAND stages each read-erase-rewrite in a scratch
+//! unit and logs it before erasing.
+//!
+//! Opening reads the newest valid checkpoint (two alternating copies),
+//! replays the log records of its epoch in order, stopping at the first torn,
+//! missing or out-of-sequence one, copies what it found into one record of a
+//! new epoch in the other half of the log (so a crash during recovery loses
+//! nothing), and checkpoints. With [`Options::wal`] off nothing is durable
+//! before [`Db::flush`] and a crash may leave the store unreadable: that mode
+//! exists to count page-store I/O alone, as seed 001 did.
 //!
 //! # Device layout
 //!
-//! `[checkpoint slot A][checkpoint slot B][write-ahead log][page store]`,
+//! `[checkpoint slot A][checkpoint slot B][write-ahead log: two halves][page store]`,
 //! each region aligned to the erase unit. Device I/O is counted per region
-//! ([`Stats::data_io`], [`Stats::wal_io`], [`Stats::meta_io`]).
+//! ([`Stats::data_io`], [`Stats::wal_io`], [`Stats::meta_io`]; the in-place
+//! store's scratch units count as meta), so page-store I/O can be reported
+//! the way seed 001 does. For seed 001's setting use `buffer_pages(1)`,
+//! [`Options::index_in_memory`] and, to count the page store alone,
+//! `wal(false)`.
 //!
 //! ```
 //! use flashkv_engine::{Db, Options};
@@ -51,6 +62,7 @@ mod file;
 mod io;
 mod options;
 mod page;
+pub mod policies;
 mod policy;
 mod store;
 mod superblock;
@@ -63,6 +75,7 @@ pub use error::{Error, Result};
 pub use io::RegionStats;
 pub use options::{IplGeometry, Options, PolicyFactory, StoreKind, LOG_SECTOR};
 pub use page::PageId;
+pub use policies::{policy_by_name, POLICY_NAMES};
 pub use policy::{FrameInfo, FrameView, Lru, Policy};
 pub use store::StoreStats;
 pub use superblock::FORMAT_VERSION;

@@ -180,7 +180,7 @@ impl Checkpoint {
             }
             match Self::parse(disk, off, slot_len, head) {
                 Ok(c) => {
-                    if best.as_ref().map_or(true, |b| c.seq > b.seq) {
+                    if !matches!(&best, Some(b) if b.seq >= c.seq) {
                         best = Some(c);
                     }
                 }

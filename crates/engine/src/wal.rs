@@ -7,7 +7,9 @@
 //! epoch. The epoch is the sequence number of the checkpoint the log follows;
 //! every open and checkpoint starts a new one, so neither records from before
 //! the checkpoint nor records a crash left behind a lost one are replayed.
-//! On program-once devices an erase unit of the region is erased before the
+//! Epochs alternate between the two halves of the region, so recovery can
+//! copy what it found into a new epoch without overwriting it. On
+//! program-once devices an erase unit of the region is erased before the
 //! log first writes into it in an epoch.
 //!
 //! Record header (32 bytes): magic, version, kind, sequence number, payload
@@ -21,6 +23,9 @@ const VERSION: u8 = 1;
 const HDR: usize = 32;
 
 pub(crate) struct Wal {
+    /// The region: two halves, epochs alternate between them.
+    region: u64,
+    /// The current half.
     start: u64,
     len: u64,
     pos: u64,
@@ -47,10 +52,12 @@ fn round_up(n: u64, to: u64) -> u64 {
 }
 
 impl Wal {
+    /// The log over `[start, start+len)`, in the half of epoch `epoch`.
     pub fn new(start: u64, len: u64, sector: u64, next_seq: u64, epoch: u64) -> Wal {
         Wal {
-            start,
-            len,
+            region: start,
+            start: start + (epoch % 2) * (len / 2),
+            len: len / 2,
             pos: 0,
             next_seq,
             sector,
@@ -104,49 +111,62 @@ impl Wal {
         Ok(())
     }
 
+    /// The record at `pos` if it is valid and the next in sequence:
+    /// (kind, payload, bytes taken).
+    fn read_at(&self, disk: &mut Disk, pos: u64) -> Result<Option<(u8, Vec<u8>, u64)>> {
+        if pos + self.sector > self.len {
+            return Ok(None);
+        }
+        let mut head = vec![0u8; self.sector as usize];
+        disk.read(Region::Wal, self.start + pos, &mut head)?;
+        let ok = u32::from_le_bytes(head[0..4].try_into().unwrap()) == MAGIC
+            && head[4] == VERSION
+            && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq
+            && u64::from_le_bytes(head[24..32].try_into().unwrap()) == self.epoch;
+        if !ok {
+            return Ok(None);
+        }
+        let plen = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
+        let total = self.record_len(plen);
+        if pos + total > self.len {
+            return Ok(None);
+        }
+        let mut buf = head;
+        buf.resize(total as usize, 0);
+        if total > self.sector {
+            let s = self.sector as usize;
+            disk.read(Region::Wal, self.start + pos + self.sector, &mut buf[s..])?;
+        }
+        buf.truncate(HDR + plen);
+        if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
+            return Ok(None);
+        }
+        Ok(Some((buf[5], buf.split_off(HDR), total)))
+    }
+
     /// Reads the valid records from the start of the region, beginning with
     /// sequence number `self.next_seq`, and positions the log after them.
     pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
         let mut out = Vec::new();
         self.pos = 0;
-        let mut head = vec![0u8; self.sector as usize];
-        while self.pos + self.sector <= self.len {
-            disk.read(Region::Wal, self.start + self.pos, &mut head)?;
-            let ok = u32::from_le_bytes(head[0..4].try_into().unwrap()) == MAGIC
-                && head[4] == VERSION
-                && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq
-                && u64::from_le_bytes(head[24..32].try_into().unwrap()) == self.epoch;
-            if !ok {
-                break;
-            }
-            let plen = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
-            let total = self.record_len(plen);
-            if self.pos + total > self.len {
-                break;
-            }
-            let mut buf = vec![0u8; total as usize];
-            buf[..head.len()].copy_from_slice(&head);
-            if total > self.sector {
-                disk.read(
-                    Region::Wal,
-                    self.start + self.pos + self.sector,
-                    &mut buf[self.sector as usize..],
-                )?;
-            }
-            buf.truncate(HDR + plen);
-            if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
-                break;
-            }
-            out.push((buf[5], buf[HDR..].to_vec()));
+        while let Some((kind, payload, total)) = self.read_at(disk, self.pos)? {
+            out.push((kind, payload));
             self.pos += total;
             self.next_seq += 1;
         }
-        self.clean_to = 0;
+        // Appends must never erase the units holding these records.
+        self.clean_to = match disk.geo.erase_unit {
+            Some(eu) if disk.geo.program_once => self.pos.div_ceil(eu) * eu,
+            _ => 0,
+        };
         Ok(out)
     }
 
-    /// Starts over at the beginning of the region in a new epoch (after a checkpoint).
+    /// Starts over in a new epoch (after a checkpoint), in the other half of
+    /// the region: the records of the previous epoch stay intact until the
+    /// checkpoint that replaces them is durable.
     pub fn reset(&mut self, epoch: u64) {
+        self.start = self.region + (epoch % 2) * self.len;
         self.pos = 0;
         self.clean_to = 0;
         self.epoch = epoch;

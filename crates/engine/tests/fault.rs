@@ -63,7 +63,7 @@ fn opts(kind: StoreKind, frames: usize, sync: bool) -> Options {
         .store(kind)
         .buffer_pages(frames)
         .sync(sync)
-        .wal_size(256 << 10)
+        .wal_size(1 << 20)
         .max_size(12 << 20)
 }
 
@@ -99,7 +99,7 @@ fn case(seed: u64, preset: &str, kind: StoreKind) -> bool {
         .unwrap_or_else(|e| panic!("seed {seed} {preset} {kind:?}: reopen failed: {e}"));
     let got: Model = db.scan(..).unwrap().into_iter().collect();
     assert!(
-        states[durable..].iter().any(|s| *s == got),
+        states[durable..].contains(&got),
         "seed {seed} {preset} {kind:?} frames={frames} sync={sync}: recovered state matches no allowed state"
     );
     db.put(b"after", b"crash").unwrap();

@@ -161,7 +161,7 @@ impl PageStore for InPlace {
         let base = u64::from_le_bytes(b[0..8].try_into().unwrap());
         let s = u64::from_le_bytes(b[8..16].try_into().unwrap());
         let crc = u32::from_le_bytes(b[16..20].try_into().unwrap());
-        if self.scratch.map_or(true, |sc| !sc.contains(&s))
+        if !self.scratch.is_some_and(|sc| sc.contains(&s))
             || base % self.unit != 0
             || base < self.start
             || base + self.unit > self.start + self.len

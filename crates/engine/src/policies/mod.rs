@@ -1,0 +1,194 @@
+//! Replacement policies beyond the seed's [`crate::Lru`], most of them
+//! flash-aware (seed 000, §2.2): on flash a dirty eviction costs a write
+//! (on raw NAND an erase-unit rewrite) while a clean one costs nothing, so
+//! these trade a little hit ratio for fewer, or grouped, dirty evictions.
+//!
+//! | name | policy |
+//! |---|---|
+//! | `lru` | [`crate::Lru`]: seed 001's clock-counter LRU |
+//! | `clock` | [`Clock`]: second chance (Corbató 1968) |
+//! | `cflru` | [`Cflru`]: clean-first LRU (Park et al. 2006) |
+//! | `cfdc` | [`Cfdc`]: clean-first, dirty-clustered (Ou, Härder, Jin 2009) |
+//! | `lru-wsr` | [`LruWsr`]: LRU with write sequence reordering (Jung et al. 2008) |
+//! | `fab` | [`Fab`]: flash-aware buffer, block-level LRU (Jo et al. 2006) |
+//! | `arc` | [`Arc`]: adaptive replacement cache (Megiddo & Modha 2003) |
+
+mod arc;
+mod cfdc;
+mod cflru;
+mod clock;
+mod fab;
+mod lru_wsr;
+
+pub use arc::Arc;
+pub use cfdc::Cfdc;
+pub use cflru::Cflru;
+pub use clock::Clock;
+pub use fab::Fab;
+pub use lru_wsr::LruWsr;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::options::PolicyFactory;
+use crate::page::PageId;
+use crate::policy::{Lru, Policy};
+
+/// Names [`policy_by_name`] knows, in the order the lab reports them.
+pub const POLICY_NAMES: [&str; 7] = ["lru", "clock", "cflru", "cfdc", "lru-wsr", "fab", "arc"];
+
+/// The policy called `name` with its default parameters, `None` if unknown.
+pub fn policy_by_name(name: &str) -> Option<PolicyFactory> {
+    let f: PolicyFactory = match name {
+        "lru" => std::sync::Arc::new(|_| Box::new(Lru::default()) as Box<dyn Policy>),
+        "clock" => std::sync::Arc::new(|_| Box::new(Clock::default()) as Box<dyn Policy>),
+        "cflru" => {
+            std::sync::Arc::new(|n| Box::new(Cflru::new(n, Cflru::WINDOW)) as Box<dyn Policy>)
+        }
+        "cfdc" => std::sync::Arc::new(|n| Box::new(Cfdc::new(n, Cfdc::WINDOW)) as Box<dyn Policy>),
+        "lru-wsr" => std::sync::Arc::new(|_| Box::new(LruWsr::default()) as Box<dyn Policy>),
+        "fab" => std::sync::Arc::new(|_| Box::new(Fab::default()) as Box<dyn Policy>),
+        "arc" => std::sync::Arc::new(|n| Box::new(Arc::new(n)) as Box<dyn Policy>),
+        _ => return None,
+    };
+    Some(f)
+}
+
+/// Pages in recency order: a use stamps the page with the next value of a
+/// counter, so moving a page to the MRU end is O(log n).
+#[derive(Debug, Default)]
+pub(crate) struct Recency {
+    clock: u64,
+    stamp: HashMap<PageId, u64>,
+    order: BTreeMap<u64, PageId>,
+}
+
+impl Recency {
+    /// Moves `page` to the MRU end (inserting it if absent).
+    pub fn touch(&mut self, page: PageId) {
+        if let Some(old) = self.stamp.insert(page, self.clock) {
+            self.order.remove(&old);
+        }
+        self.order.insert(self.clock, page);
+        self.clock += 1;
+    }
+    /// True if `page` was there.
+    pub fn remove(&mut self, page: PageId) -> bool {
+        match self.stamp.remove(&page) {
+            Some(s) => {
+                self.order.remove(&s);
+                true
+            }
+            None => false,
+        }
+    }
+    pub fn contains(&self, page: PageId) -> bool {
+        self.stamp.contains_key(&page)
+    }
+    pub fn len(&self) -> usize {
+        self.stamp.len()
+    }
+    /// LRU end first.
+    pub fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
+        self.order.values().copied()
+    }
+    pub fn lru(&self) -> Option<PageId> {
+        self.order.values().next().copied()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod sim {
+    //! A tiny buffer pool for pinning policies' choices on reference strings.
+
+    use std::collections::{BTreeSet, HashSet};
+
+    use crate::page::PageId;
+    use crate::policy::{FrameInfo, FrameView, Policy};
+
+    /// Resident pages; page `p` lives in erase unit `p / per_unit`.
+    pub struct Fake {
+        pub resident: BTreeSet<PageId>,
+        pub dirty: HashSet<PageId>,
+        pub pinned: HashSet<PageId>,
+        pub per_unit: u64,
+    }
+
+    impl FrameView for Fake {
+        fn info(&self, page: PageId) -> Option<FrameInfo> {
+            self.resident.contains(&page).then(|| FrameInfo {
+                page,
+                dirty: self.dirty.contains(&page),
+                unit: page / self.per_unit,
+            })
+        }
+        fn evictable(&self, page: PageId) -> bool {
+            self.resident.contains(&page) && !self.pinned.contains(&page)
+        }
+        fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
+            let mut v: Vec<PageId> = self
+                .resident
+                .iter()
+                .copied()
+                .filter(|p| p / self.per_unit == unit && self.dirty.contains(p))
+                .filter(|p| !self.pinned.contains(p))
+                .collect();
+            v.sort_unstable();
+            v
+        }
+    }
+
+    /// Runs references (`'r'`/`'w'`, page) through a pool of `cap` frames;
+    /// returns the victims in order and every page a dirty eviction wrote.
+    pub fn run(
+        p: &mut dyn Policy,
+        cap: usize,
+        per_unit: u64,
+        refs: &[(char, PageId)],
+    ) -> (Vec<PageId>, Vec<PageId>) {
+        let mut f = Fake {
+            resident: BTreeSet::new(),
+            dirty: HashSet::new(),
+            pinned: HashSet::new(),
+            per_unit,
+        };
+        let (mut victims, mut written) = (Vec::new(), Vec::new());
+        for &(op, page) in refs {
+            if f.resident.contains(&page) {
+                p.access(page);
+            } else {
+                if f.resident.len() == cap {
+                    let v = p.victim(&f).expect("a victim");
+                    if f.dirty.contains(&v) {
+                        let info = f.info(v).unwrap();
+                        let mut g = p.write_group(info, &f);
+                        g.retain(|q| {
+                            *q != v && f.dirty.contains(q) && q / per_unit == v / per_unit
+                        });
+                        g.push(v);
+                        g.sort_unstable();
+                        for q in &g {
+                            f.dirty.remove(q);
+                        }
+                        written.extend(g);
+                    }
+                    f.resident.remove(&v);
+                    p.forget(v);
+                    victims.push(v);
+                }
+                f.resident.insert(page);
+                p.admit(page);
+            }
+            if op == 'w' {
+                f.dirty.insert(page);
+            }
+        }
+        (victims, written)
+    }
+
+    /// `"r1 w2 r3"` as references.
+    pub fn refs(s: &str) -> Vec<(char, PageId)> {
+        s.split_whitespace()
+            .map(|t| (t.chars().next().unwrap(), t[1..].parse().unwrap()))
+            .collect()
+    }
+}
