@@ -97,6 +97,20 @@ impl Recency {
 }
 
 #[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_builds_its_policy() {
+        for name in POLICY_NAMES {
+            let p = policy_by_name(name).expect(name)(16);
+            assert_eq!(p.name(), name);
+        }
+        assert!(policy_by_name("mru").is_none());
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod sim {
     //! A tiny buffer pool for pinning policies' choices on reference strings.
 
