@@ -32,6 +32,10 @@ pub struct KvArgs {
     /// Buffer pool frames.
     #[arg(long, default_value_t = 64)]
     buffer: usize,
+    /// Buffer replacement policy.
+    #[arg(long, default_value = "lru",
+          value_parser = clap::builder::PossibleValuesParser::new(flashkv_engine::POLICY_NAMES))]
+    policy: String,
     #[command(subcommand)]
     cmd: KvCmd,
 }
@@ -108,9 +112,12 @@ pub fn run(args: KvArgs) -> ExitCode {
 
 fn open(args: &KvArgs) -> Result<Db, Fail> {
     let size = flashkv_device::parse_size(&args.size).map_err(|e| Fail::Usage(e.to_string()))?;
+    let policy = flashkv_engine::policy_by_name(&args.policy)
+        .ok_or_else(|| Fail::Usage(format!("unknown policy {}", args.policy)))?;
     let mut opts = Options::default()
         .buffer_pages(args.buffer.max(1))
-        .max_size(size);
+        .max_size(size)
+        .policy(policy);
     opts.store = args.store.map(|s| match s {
         Store::InPlace => StoreKind::InPlace,
         Store::Ipl => StoreKind::InPageLogging(IplGeometry::seed()),
