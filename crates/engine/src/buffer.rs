@@ -216,6 +216,9 @@ impl BufferPool {
         self.save(id);
         let f = self.frames.get_mut(&id).expect("page is resident");
         f.page.apply(&op)?;
+        if !f.dirty {
+            self.policy.dirtied(id);
+        }
         f.dirty = true;
         f.pinned = true;
         if !f.bomb {

@@ -38,6 +38,11 @@ pub trait Policy: Send {
     fn access(&mut self, page: PageId);
     /// `page` left the pool.
     fn forget(&mut self, page: PageId);
+    /// A clean resident `page` was modified (write-aware policies such as
+    /// LRU-WSR or CFLRU track this). Default: nothing.
+    fn dirtied(&mut self, page: PageId) {
+        let _ = page;
+    }
     /// The page to evict next, among evictable ones; `None` if none is.
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId>;
     /// Other dirty pages to write together with `victim` (they stay resident,

@@ -238,11 +238,22 @@ fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64) -> Options {
 
 /// One crash case; returns whether the crash hit the workload (not only its aftermath).
 fn case(seed: u64, kind: StoreKind, nand: bool) -> bool {
+    case_sized(seed, kind, nand, 10..60, 150)
+}
+
+/// A crash case of a workload of `ops` operations on `keys` keys.
+fn case_sized(
+    seed: u64,
+    kind: StoreKind,
+    nand: bool,
+    ops: std::ops::Range<usize>,
+    keys: u32,
+) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
     let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
     let sync = rng.gen_bool(0.3);
-    let n = rng.gen_range(10..60);
-    let ops = workload(&mut rng, n);
+    let n = rng.gen_range(ops);
+    let ops = workload(&mut rng, n, keys);
     // Small logs make checkpoints (and recoveries that fill a log half) frequent.
     let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(nand)..3)];
     let o = opts(kind, frames, sync, wal);
@@ -344,4 +355,19 @@ fn crash_ipl_shared_nand() {
         true,
         5000..5600,
     );
+}
+
+/// Longer workloads: deeper trees, several checkpoints and merges before the crash.
+#[test]
+fn crash_long_workloads() {
+    for seed in 6000..6040 {
+        case_sized(seed, StoreKind::InPlace, seed % 2 == 0, 200..500, 3000);
+        case_sized(
+            seed,
+            StoreKind::InPageLogging(IplGeometry::seed()),
+            seed % 2 == 1,
+            200..500,
+            3000,
+        );
+    }
 }

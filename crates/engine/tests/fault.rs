@@ -72,7 +72,8 @@ fn case(seed: u64, preset: &str, kind: StoreKind) -> bool {
     let frames = [1, 4, 32][rng.gen_range(0..3)];
     let sync = rng.gen_bool(0.3);
     let n = rng.gen_range(10..50);
-    let ops = workload(&mut rng, n);
+    let keys = 150;
+    let ops = workload(&mut rng, n, keys);
     let o = opts(kind, frames, sync);
     let dry = Shared(Arc::new(Mutex::new(Some(FaultDevice::new(
         presets::open(preset).unwrap(),

@@ -15,8 +15,9 @@ pub enum Op {
     Flush,
 }
 
-pub fn workload(rng: &mut SmallRng, n: usize) -> Vec<Op> {
-    let key = |rng: &mut SmallRng| format!("k{:03}", rng.gen_range(0..150)).into_bytes();
+/// `n` operations on `keys` distinct keys.
+pub fn workload(rng: &mut SmallRng, n: usize, keys: u32) -> Vec<Op> {
+    let key = |rng: &mut SmallRng| format!("k{:05}", rng.gen_range(0..keys)).into_bytes();
     let val = |rng: &mut SmallRng| {
         let len = if rng.gen_bool(0.05) {
             rng.gen_range(2000..9000)
