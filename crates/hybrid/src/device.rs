@@ -69,6 +69,8 @@ pub struct HybridDevice {
     pub(crate) round: Option<crate::flush::Round>,
     /// Set when the dirty span passes the high watermark, cleared below the low one.
     pressure: bool,
+    /// Set after a write outside the log: the next record starts on a boundary.
+    pub(crate) realign: bool,
 }
 
 /// Start, end and energy of several device operations making up one.
@@ -130,6 +132,7 @@ impl HybridDevice {
             cached_sectors: 0,
             round: None,
             pressure: false,
+            realign: true,
             maps: Maps::new(tabs),
             ssd,
             hdd,
@@ -255,7 +258,7 @@ impl HybridDevice {
                 self.log.free_tail = pos + len;
             }
             // The unused end of a lap.
-            None => self.log.free_tail = ((pos / c + 1) * c).min(self.log.dirty_tail),
+            None => self.log.free_tail = self.layout.next_boundary(pos).min(self.log.dirty_tail),
         }
         *t = io.t;
         Ok(())
@@ -268,6 +271,11 @@ impl HybridDevice {
         let c = self.layout.cache_sectors;
         loop {
             let mut pos = self.log.head;
+            if self.realign && !self.layout.on_boundary(pos) {
+                // A write outside the log broke the SSD's sequential stream:
+                // resume it on an erase-block boundary.
+                pos = self.layout.next_boundary(pos);
+            }
             if pos % c + need > c {
                 pos = (pos / c + 1) * c;
             }
@@ -349,6 +357,7 @@ impl HybridDevice {
         self.log.last_seq = self.log.next_seq;
         self.log.next_seq += 1;
         self.log.head = pos + k + 1;
+        self.realign = false;
         let mut buf = header.encode(s);
         buf.extend_from_slice(data);
         Ok(Some(self.ssd.write_at(

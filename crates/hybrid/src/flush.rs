@@ -96,8 +96,8 @@ impl HybridDevice {
                     recs.push((end, len));
                     end += len;
                 }
-                // The unused end of a lap.
-                None => end = ((end / c + 1) * c).min(self.log.head),
+                // A gap before a boundary.
+                None => end = self.layout.next_boundary(end).min(self.log.head),
             }
         }
         let mut todo = Vec::new();
@@ -239,10 +239,11 @@ impl HybridDevice {
                     }
                     pos += len;
                 }
-                None => pos = (pos / c + 1) * c,
+                None => pos = self.layout.next_boundary(pos),
             }
         }
         let end = io.t;
+        self.realign = true;
         self.log.sb_seq = sb.sb_seq;
         self.log.tail_prev_seq = sb.tail_prev_seq;
         self.log.dirty_tail = self.log.flushed_tail;

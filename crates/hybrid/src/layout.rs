@@ -38,6 +38,9 @@ pub struct Layout {
     pub map_slots: u64,
     pub cache_start: u64,
     pub cache_sectors: u64,
+    /// Alignment of the cache region, bytes: after a write outside the log
+    /// the next record starts on such a boundary (see `next_boundary`).
+    pub align: u64,
 }
 
 /// Upper bound on live tablets of one radix tree holding at most `entries`
@@ -84,7 +87,7 @@ impl Layout {
         // Start the log on a large power-of-two boundary: an FTL that maps
         // whole erase blocks only streams writes that begin at a block start.
         let align = (ssd.capacity / 64).clamp(sector, MAX_ALIGN);
-        let align = 1 << (63 - align.leading_zeros());
+        let align: u64 = 1 << (63 - align.leading_zeros());
         let cache_start = (MAP_START + map_slots * TABLET_BYTES).div_ceil(align) * align;
         let cache_sectors = ssd.capacity.saturating_sub(cache_start) / sector;
         if cache_sectors < MIN_CACHE_SECTORS {
@@ -101,7 +104,23 @@ impl Layout {
             map_slots,
             cache_start,
             cache_sectors,
+            align,
         })
+    }
+
+    /// The first log position after `pos` where a record may start after a
+    /// gap: the next alignment boundary, or the start of the next lap.
+    /// Records follow each other without gaps except to reach one.
+    pub fn next_boundary(&self, pos: u64) -> u64 {
+        let c = self.cache_sectors;
+        let step = (self.align / self.sector).max(1);
+        let lap = pos - pos % c;
+        (lap + (pos % c / step + 1) * step).min(lap + c)
+    }
+
+    /// Whether a record may start at `pos` after a gap.
+    pub fn on_boundary(&self, pos: u64) -> bool {
+        (pos % self.cache_sectors) % (self.align / self.sector).max(1) == 0
     }
 
     /// SSD byte offset of cache index `idx`.
@@ -135,7 +154,7 @@ fn get(buf: &[u8], at: &mut usize) -> u64 {
     v
 }
 
-const SB_FIELDS: usize = 8 + 11 * 8;
+const SB_FIELDS: usize = 8 + 12 * 8;
 
 impl Superblock {
     /// Byte offset of the slot this superblock goes to.
@@ -156,6 +175,7 @@ impl Superblock {
             l.map_slots,
             l.cache_start,
             l.cache_sectors,
+            l.align,
             self.format_id,
             self.sb_seq,
             self.tail,
@@ -178,7 +198,7 @@ impl Superblock {
             return None;
         }
         let mut at = 8;
-        let mut f = [0u64; 11];
+        let mut f = [0u64; 12];
         for v in f.iter_mut() {
             *v = get(b, &mut at);
         }
@@ -191,11 +211,12 @@ impl Superblock {
                 map_slots: f[4],
                 cache_start: f[5],
                 cache_sectors: f[6],
+                align: f[7],
             },
-            format_id: f[7],
-            sb_seq: f[8],
-            tail: f[9],
-            tail_prev_seq: f[10],
+            format_id: f[8],
+            sb_seq: f[9],
+            tail: f[10],
+            tail_prev_seq: f[11],
         })
     }
 
@@ -225,6 +246,12 @@ mod tests {
         assert!(l.map_start + l.map_slots * TABLET_BYTES <= l.cache_start);
         assert!(l.cache_start + l.cache_sectors * 4096 <= 32 << 30);
         assert_eq!(l.cache_start % (16 << 20), 0);
+        let step = (16 << 20) / 4096;
+        assert_eq!(l.next_boundary(5), step);
+        assert!(l.on_boundary(step) && !l.on_boundary(step + 1));
+        let c = l.cache_sectors;
+        assert_eq!(l.next_boundary(c - 1), c, "the lap end is a boundary");
+        assert!(l.on_boundary(c));
         // 64 GiB HDD in 4 KiB sectors: at most 2^24/512 forward-map leaves.
         assert!(l.map_slots >= (1 << 15) + (l.cache_sectors / 512));
         assert!(

@@ -208,19 +208,30 @@ impl HybridDevice {
         while pos < limit {
             let mut h =
                 self.record_if_valid(&mut w, &mut t, pos, last, limit, &mut report.scanned_bytes)?;
-            let next_lap = (pos / c + 1) * c;
-            if h.is_none() && pos % c != 0 && next_lap < limit {
-                // A record that did not fit at the end of the lap starts the next.
+            // A record after a gap starts on the next boundary (an alignment
+            // boundary, or the next lap when the last record did not fit).
+            let mut gap = pos;
+            while h.is_none() && gap < limit {
+                let next = self.layout.next_boundary(gap);
+                let lap = (gap / c + 1) * c;
+                if next >= limit {
+                    break;
+                }
                 h = self.record_if_valid(
                     &mut w,
                     &mut t,
-                    next_lap,
+                    next,
                     last,
                     limit,
                     &mut report.scanned_bytes,
                 )?;
                 if h.is_some() {
-                    pos = next_lap;
+                    pos = next;
+                } else if next == lap {
+                    break;
+                } else {
+                    // Also try the next lap: the tail of this one may be unused.
+                    gap = lap - 1;
                 }
             }
             let Some(h) = h else { break };
