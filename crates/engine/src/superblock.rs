@@ -233,3 +233,39 @@ impl Checkpoint {
         Ok(c)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn checkpoint_decoder_never_panics(kind in 0u8..4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = Checkpoint::decode(kind, 1, &bytes);
+        }
+    }
+
+    #[test]
+    fn checkpoint_roundtrips() {
+        let c = Checkpoint {
+            seq: 7,
+            store: StoreKind::InPageLogging(IplGeometry::shared()),
+            page_size: 8192,
+            layout: Layout {
+                slot_len: 1 << 20,
+                wal_start: 2 << 20,
+                wal_len: 1 << 20,
+                data_start: 3 << 20,
+                data_len: 5 << 20,
+            },
+            root: 3,
+            next_page: 9,
+            next_auto: 4,
+            wal_seq: 11,
+            store_state: vec![1, 2, 3],
+        };
+        let p = c.encode();
+        assert_eq!(Checkpoint::decode(2, 7, &p).unwrap(), c);
+    }
+}

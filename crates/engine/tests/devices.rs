@@ -99,3 +99,26 @@ fn seed_style_counts_on_raw_nand() {
         erases[1]
     );
 }
+
+#[test]
+fn both_stores_in_a_real_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, kind) in kinds().into_iter().enumerate() {
+        let path = dir.path().join(format!("store{i}"));
+        let opts = Options::default()
+            .store(kind)
+            .buffer_pages(4)
+            .max_size(32 << 20)
+            .wal_size(2 << 20);
+        let db = Db::open_path(&path, opts.clone()).unwrap();
+        for i in 0..2000u32 {
+            db.put(&(i % 900).to_be_bytes(), &[i as u8; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        let want = db.scan(..).unwrap();
+        drop(db);
+        let db = Db::open_path(&path, Options::default()).unwrap();
+        assert_eq!(db.store_kind(), kind);
+        assert_eq!(db.scan(..).unwrap(), want);
+    }
+}

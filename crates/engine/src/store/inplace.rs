@@ -11,6 +11,8 @@
 //! (durably); recovery rewrites units whose image is still in its scratch
 //! unit. Scratch I/O is counted in the meta region, apart from the pages.
 
+use std::collections::BTreeMap;
+
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
 use crate::error::{corrupt, Result};
@@ -59,22 +61,20 @@ impl InPlace {
 
     /// The conventional in-place update on a program-once device: read the
     /// unit's written pages, erase the unit, write them back with the new
-    /// one. Page by page, as seed 001 counts it, and empty pages stay
-    /// empty (so later new pages there need no erase). With a log, the new
-    /// unit image is first staged in a scratch unit.
-    fn rewrite(&mut self, disk: &mut Disk, off: u64, img: &[u8]) -> Result<()> {
+    /// ones (`pages`: offset and image, all in the unit at `base`). Page by
+    /// page, as seed 001 counts it, and empty pages stay empty (so later new
+    /// pages there need no erase). Pages of one unit written together share
+    /// one rewrite, which is what grouping policies (FAB, CFDC) count on.
+    /// With a log, the new unit image is first staged in a scratch unit.
+    fn rewrite(&mut self, disk: &mut Disk, base: u64, pages: &[(u64, Vec<u8>)]) -> Result<()> {
         let ps = self.page_size as u64;
-        let base = off - off % self.unit;
         let mut unit = vec![0u8; self.unit as usize];
-        let mut live = vec![false; (self.unit / ps) as usize];
         for (i, page) in unit.chunks_mut(self.page_size).enumerate() {
             let at = base + i as u64 * ps;
-            if at == off {
+            if let Some((_, img)) = pages.iter().find(|(off, _)| *off == at) {
                 page.copy_from_slice(img);
-                live[i] = true;
             } else if disk.programmed(at, ps) {
                 disk.read(Region::Data, at, page)?;
-                live[i] = true;
             }
         }
         if let Some(scratch) = self.scratch.filter(|_| disk.journal.is_some()) {
@@ -138,15 +138,23 @@ impl PageStore for InPlace {
     }
 
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
+        let mut units: BTreeMap<u64, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
         for (id, f) in frames.iter_mut() {
             let off = self.offset(*id);
-            let img = f.page.seal();
-            if disk.programmed(off, img.len() as u64) {
-                self.rewrite(disk, off, img)?;
+            let img = f.page.seal().to_vec();
+            units.entry(off - off % self.unit).or_default().push((off, img));
+        }
+        for (base, pages) in units {
+            if pages.iter().any(|(off, img)| disk.programmed(*off, img.len() as u64)) {
+                self.rewrite(disk, base, &pages)?;
             } else {
-                disk.write(Region::Data, off, img)?;
+                for (off, img) in &pages {
+                    disk.write(Region::Data, *off, img)?;
+                }
             }
-            self.stats.page_writes += 1;
+            self.stats.page_writes += pages.len() as u64;
+        }
+        for (_, f) in frames.iter_mut() {
             f.clean();
         }
         Ok(())
