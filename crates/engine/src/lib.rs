@@ -43,6 +43,13 @@
 //! [`Options::index_in_memory`] and, to count the page store alone,
 //! `wal(false)`.
 //!
+//! # Limits
+//!
+//! Pages are never reused: deleting keys leaves leaves underfull (nodes are
+//! not merged) and replacing or deleting a value kept in overflow pages
+//! leaks those pages. Operations are serialised by one mutex. A batch must
+//! fit half the write-ahead log ([`Options::wal_size`]).
+//!
 //! ```
 //! use flashkv_engine::{Db, Options};
 //! let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
