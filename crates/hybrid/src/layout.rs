@@ -80,16 +80,32 @@ impl Layout {
                 "HDD has {vsectors} sectors; the mapping addresses at most 2^{KEY_BITS}"
             )));
         }
-        let usable = ssd.capacity.saturating_sub(MAP_START) / sector;
-        // Slots for the worst case at the largest cache; the real cache is a
-        // little smaller, so the bound still holds.
-        let map_slots = tree_bound(vsectors, usable) + tree_bound(usable, usable);
         // Start the log on a large power-of-two boundary: an FTL that maps
         // whole erase blocks only streams writes that begin at a block start.
         let align = (ssd.capacity / 64).clamp(sector, MAX_ALIGN);
         let align: u64 = 1 << (63 - align.leading_zeros());
-        let cache_start = (MAP_START + map_slots * TABLET_BYTES).div_ceil(align) * align;
-        let cache_sectors = ssd.capacity.saturating_sub(cache_start) / sector;
+        // The mapping region must hold the worst case for the cache it serves
+        // (up to one forward leaf per cached sector on a small SSD): take the
+        // largest cache for which both fit.
+        let start_for = |c: u64| {
+            let slots = tree_bound(vsectors, c) + tree_bound(c, c);
+            (
+                slots,
+                (MAP_START + slots * TABLET_BYTES).div_ceil(align) * align,
+            )
+        };
+        let fits = |c: u64| start_for(c).1 + c * sector <= ssd.capacity;
+        let (mut lo, mut hi) = (0, ssd.capacity / sector);
+        while lo < hi {
+            let mid = (lo + hi + 1) / 2;
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let cache_sectors = lo;
+        let (map_slots, cache_start) = start_for(cache_sectors);
         if cache_sectors < MIN_CACHE_SECTORS {
             return Err(HybridError::Layout(format!(
                 "SSD of {} bytes leaves {cache_sectors} cache sectors after {} mapping tablets; need {MIN_CACHE_SECTORS}",

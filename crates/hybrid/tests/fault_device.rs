@@ -1,5 +1,6 @@
 //! Power loss with the device layer's `FaultDevice` around both the SSD
-//! (`dram-ssd`) and the HDD (`hdd-7200`): power fails during a random write
+//! (a 4 MiB DRAM-model SSD, so the log wraps and commits) and the HDD
+//! (`hdd-7200`): power fails during a random write
 //! of either; after recovery every write acknowledged by a completed flush
 //! reads back, and every 512-byte piece holds its acknowledged value or one
 //! written after that flush.
@@ -7,8 +8,8 @@
 use std::sync::{Arc, Mutex};
 
 use flashkv_device::{
-    presets, BlockDevice, Completion, DeviceStats, FaultDevice, FaultPlan, Geometry, Nanos, Result,
-    SimDevice,
+    presets, BlockDevice, Completion, DeviceSpec, DeviceStats, FaultDevice, FaultPlan, Geometry,
+    Nanos, Result, SimDevice,
 };
 use flashkv_hybrid::{HybridDevice, Options};
 use proptest::prelude::*;
@@ -64,10 +65,19 @@ fn options() -> Options {
 /// Returns (operations before the crash, pieces acknowledged non-zero).
 fn run(seed: u64) -> std::result::Result<(u64, usize), TestCaseError> {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let ssd = presets::open("dram-ssd").unwrap();
+    let spec = DeviceSpec::from_toml(
+        "capacity = \"4 MiB\"\n[model]\nkind = \"dram\"\nread_overhead_us = 20.0\nwrite_overhead_us = 20.0\nread_mb_per_s = 300.0\nwrite_mb_per_s = 300.0\n",
+        "small-ssd",
+    )
+    .unwrap();
+    let ssd = SimDevice::new(&spec).unwrap();
     let hdd = presets::open("hdd-7200").unwrap();
     let on_ssd = rng.gen_bool(0.6);
-    let n = rng.gen_range(3..150);
+    let n = if on_ssd {
+        rng.gen_range(3..1500)
+    } else {
+        rng.gen_range(3..300)
+    };
     let plan = |crash: bool| FaultPlan {
         crash_after_writes: crash.then_some(n),
         seed,
@@ -135,7 +145,7 @@ fn run(seed: u64) -> std::result::Result<(u64, usize), TestCaseError> {
             Ok(c) => now = now.max(c.end),
             Err(_) => break, // power lost
         }
-        if id > 2000 {
+        if id > 5000 {
             break;
         }
     }
@@ -182,7 +192,7 @@ fn crashes_land_after_acknowledged_writes() {
     let runs: Vec<_> = (0..16).map(|s| run(s).unwrap()).collect();
     eprintln!("{runs:?}");
     assert!(
-        runs.iter().all(|&(ops, _)| ops < 2000),
+        runs.iter().all(|&(ops, _)| ops < 5000),
         "every run lost power"
     );
     assert!(runs.iter().filter(|&&(_, acked)| acked > 0).count() >= 8);
