@@ -36,12 +36,15 @@ pub struct LabArgs {
 enum Name {
     /// Seed 004: random read / write / 50-50 IOPS by block size for hdd-15k, flash-ssd-2005, dram-ssd.
     Seed004,
+    /// Seed 001: in-page logging vs in-place on raw NAND (hypotheses 1.1–3, buffer sweep), shared layout, more log sectors, nvme.
+    Ipl,
 }
 
 impl Name {
     fn experiment(self) -> Experiment {
         match self {
             Name::Seed004 => Experiment::Seed004,
+            Name::Ipl => Experiment::Ipl,
         }
     }
 }

@@ -47,20 +47,24 @@ pub struct Section {
 pub enum Experiment {
     /// Seed 004's random-I/O tables on the device presets.
     Seed004,
+    /// Seed 001's in-page logging evaluation, and beyond it.
+    Ipl,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 1] = [Experiment::Seed004];
+    pub const ALL: [Experiment; 2] = [Experiment::Seed004, Experiment::Ipl];
 
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Seed004 => "seed004",
+            Experiment::Ipl => "ipl",
         }
     }
 
     pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
         match self {
             Experiment::Seed004 => crate::seed004::run(opts),
+            Experiment::Ipl => crate::ipl::run(opts),
         }
     }
 }
@@ -71,6 +75,8 @@ pub enum LabError {
     Device(#[from] DeviceError),
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Engine(#[from] flashkv_engine::Error),
     #[error("cannot write {0}: {1}")]
     Output(PathBuf, std::io::Error),
     #[error("writing results: {0}")]
