@@ -6,7 +6,8 @@
 //! `[1][length u32][first overflow page u64]`. Changes to existing pages are
 //! made as typed operations ([`Op`]) so the in-page logging store can log
 //! them; splits rewrite pages whole. Deletes leave leaves underfull (no
-//! merging of nodes) and pages are not reused.
+//! merging of nodes); pages of dropped overflow chains go on a free list
+//! that allocation takes from first.
 
 use std::ops::Bound;
 
@@ -30,6 +31,8 @@ pub(crate) struct Meta {
     pub root: PageId,
     pub next_page: PageId,
     pub next_auto: u64,
+    /// First page of the free list (pages of dropped overflow chains).
+    pub free_head: PageId,
 }
 
 /// Access to pages for one operation.
@@ -106,13 +109,49 @@ impl Tree<'_> {
         self.pool.put_whole(self.store, self.disk, page)
     }
 
+    /// A new page: the head of the free list, or one past the last.
     fn alloc(&mut self, kind: Kind) -> Result<Page> {
-        let id = self.meta.next_page;
-        if id >= self.store.max_pages() {
-            return Err(Error::Full("no free pages"));
-        }
-        self.meta.next_page += 1;
+        let id = match self.meta.free_head {
+            NO_PAGE => {
+                let id = self.meta.next_page;
+                if id >= self.store.max_pages() {
+                    return Err(Error::Full("no free pages"));
+                }
+                self.meta.next_page += 1;
+                id
+            }
+            id => {
+                let p = self.page(id)?;
+                if p.kind() != Kind::Free {
+                    return Err(corrupt(format!("page {id} on the free list is in use")));
+                }
+                self.meta.free_head = p.next();
+                id
+            }
+        };
         Ok(Page::new(self.store.page_size(), id, kind))
+    }
+
+    /// Puts the overflow pages of value `cell` (if any) on the free list.
+    fn free_value(&mut self, cell: &[u8]) -> Result<()> {
+        if cell.first() != Some(&1) || cell.len() != OVERFLOW_CELL {
+            return Ok(());
+        }
+        let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
+        let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+        for _ in 0..len.div_ceil(Page::overflow_capacity(self.store.page_size())) {
+            let p = self.page(id)?;
+            if p.kind() != Kind::Overflow {
+                return Err(corrupt(format!("page {id}: broken overflow chain")));
+            }
+            let next = p.next();
+            let mut free = Page::new(self.store.page_size(), id, Kind::Free);
+            free.set_next(self.meta.free_head);
+            self.put_whole(free)?;
+            self.meta.free_head = id;
+            id = next;
+        }
+        Ok(())
     }
 
     /// Creates the empty root leaf of a new tree.
@@ -134,7 +173,9 @@ impl Tree<'_> {
                     let c = child_for(p, key)?;
                     path.push(c);
                 }
-                Kind::Overflow => return Err(corrupt(format!("page {id}: overflow page in tree"))),
+                Kind::Overflow | Kind::Free => {
+                    return Err(corrupt(format!("page {id}: not a tree page")))
+                }
             }
             if path.len() > MAX_DEPTH {
                 return Err(corrupt("tree too deep"));
@@ -151,7 +192,9 @@ impl Tree<'_> {
                 Kind::Leaf => return Ok(id),
                 Kind::Internal if rightmost && !p.is_empty() => id = child_at(p, p.len() - 1)?,
                 Kind::Internal => id = p.next(),
-                Kind::Overflow => return Err(corrupt(format!("page {id}: overflow page in tree"))),
+                Kind::Overflow | Kind::Free => {
+                    return Err(corrupt(format!("page {id}: not a tree page")))
+                }
             }
         }
         Err(corrupt("tree too deep"))
@@ -234,12 +277,14 @@ impl Tree<'_> {
         let cap = Page::capacity(p.size());
         match p.search(key) {
             Ok(i) => {
-                let old = Page::cell_size(key.len(), p.val(i).len());
+                let old_cell = p.val(i).to_vec();
+                let old = Page::cell_size(key.len(), old_cell.len());
                 if p.used() - old + Page::cell_size(key.len(), cell.len()) <= cap {
                     self.apply(leaf, Op::Update(key.to_vec(), cell))?;
                 } else {
                     self.split_insert(&path, key.to_vec(), cell, true)?;
                 }
+                self.free_value(&old_cell)?;
                 Ok(true)
             }
             Err(_) => {
@@ -257,10 +302,12 @@ impl Tree<'_> {
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
         let leaf = *self.path(key)?.last().unwrap();
         let p = self.page(leaf)?;
-        if p.search(key).is_err() {
+        let Ok(i) = p.search(key) else {
             return Ok(false);
-        }
+        };
+        let old_cell = p.val(i).to_vec();
         self.apply(leaf, Op::Delete(key.to_vec()))?;
+        self.free_value(&old_cell)?;
         Ok(true)
     }
 

@@ -10,13 +10,15 @@ use crate::buffer::{BufferPool, BufferStats};
 use crate::error::{corrupt, Error, Result};
 use crate::io::{Disk, RegionStats};
 use crate::options::{Options, StoreKind, LOG_SECTOR};
-use crate::page::{Page, PageId};
+use crate::page::{Page, PageId, NO_PAGE};
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::Wal;
 
 /// Write-ahead log record kind of a committed batch.
 const BATCH_RECORD: u8 = 1;
+/// Bytes before the page images of a batch record: tree state and page count.
+const META_BYTES: usize = 36;
 /// Default bytes of the device a store uses.
 const DEFAULT_MAX: u64 = 1 << 30;
 /// Erase-unit size assumed for in-place stores on devices without one.
@@ -69,6 +71,8 @@ pub struct Stats {
     pub policy: &'static str,
     pub buffer: BufferStats,
     pub resident_pages: usize,
+    /// Pages allocated in the page store (free ones included).
+    pub pages_allocated: u64,
     /// Page-store counters (pages, log sectors, merges, erases).
     pub store: StoreStats,
     /// Device operations on the page store's region: what seed 001 counts.
@@ -306,6 +310,7 @@ impl Db {
             policy: c.pool.policy_name(),
             buffer: c.pool.stats,
             resident_pages: c.pool.resident(),
+            pages_allocated: c.meta.next_page,
             store: c.store.stats(),
             data_io: c.disk.data,
             wal_io: c.disk.wal,
@@ -344,7 +349,7 @@ fn push_image(out: &mut Vec<u8>, p: &Page) {
 }
 
 fn encode_meta(m: &Meta, out: &mut Vec<u8>) {
-    for v in [m.root, m.next_page, m.next_auto] {
+    for v in [m.root, m.next_page, m.next_auto, m.free_head] {
         out.extend_from_slice(&v.to_le_bytes());
     }
 }
@@ -410,6 +415,7 @@ impl Core {
                 root: ckpt.root,
                 next_page: ckpt.next_page,
                 next_auto: ckpt.next_auto,
+                free_head: ckpt.free_head,
             },
             layout: l,
             ckpt_seq: ckpt.seq,
@@ -514,6 +520,7 @@ impl Core {
             root: 0,
             next_page: 0,
             next_auto: 0,
+            free_head: NO_PAGE,
             wal_seq: 1,
             store_state: Vec::new(),
         })
@@ -523,7 +530,7 @@ impl Core {
         match kind {
             BATCH_RECORD => {
                 let ps = self.store.page_size();
-                if b.len() < 28 {
+                if b.len() < META_BYTES {
                     return Err(corrupt("log record truncated"));
                 }
                 let r = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
@@ -531,12 +538,13 @@ impl Core {
                     root: r(0),
                     next_page: r(8),
                     next_auto: r(16),
+                    free_head: r(24),
                 };
-                let n = u32::from_le_bytes(b[24..28].try_into().unwrap()) as usize;
-                if b.len() != 28 + n * ps {
+                let n = u32::from_le_bytes(b[32..36].try_into().unwrap()) as usize;
+                if b.len() != META_BYTES + n * ps {
                     return Err(corrupt("log record length mismatch"));
                 }
-                for img in b[28..].chunks(ps) {
+                for img in b[META_BYTES..].chunks(ps) {
                     let id: PageId = u64::from_le_bytes(img[16..24].try_into().unwrap());
                     self.pool.install(Page::from_bytes(img.into(), id)?);
                 }
@@ -624,7 +632,7 @@ impl Core {
         };
         let pages = self.pool.pinned();
         let ps = self.store.page_size();
-        let mut payload = Vec::with_capacity(28 + pages.len() * ps);
+        let mut payload = Vec::with_capacity(META_BYTES + pages.len() * ps);
         encode_meta(&self.meta, &mut payload);
         payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
         for p in pages {
@@ -648,7 +656,7 @@ impl Core {
         wal.reset(epoch);
         let first = wal.next_seq;
         let pages = self.pool.dirty();
-        let mut payload = Vec::with_capacity(28 + pages.len() * self.store.page_size());
+        let mut payload = Vec::with_capacity(META_BYTES + pages.len() * self.store.page_size());
         encode_meta(&self.meta, &mut payload);
         payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
         for p in pages {
@@ -665,6 +673,7 @@ impl Core {
             root: self.meta.root,
             next_page: self.meta.next_page,
             next_auto: self.meta.next_auto,
+            free_head: self.meta.free_head,
             wal_seq: first,
             store_state: state,
         }
@@ -689,6 +698,7 @@ impl Core {
             root: self.meta.root,
             next_page: self.meta.next_page,
             next_auto: self.meta.next_auto,
+            free_head: self.meta.free_head,
             wal_seq: self.wal_seq,
             store_state: state,
         };

@@ -45,10 +45,10 @@
 //!
 //! # Limits
 //!
-//! Pages are never reused: deleting keys leaves leaves underfull (nodes are
-//! not merged) and replacing or deleting a value kept in overflow pages
-//! leaks those pages. Operations are serialised by one mutex. A batch must
-//! fit half the write-ahead log ([`Options::wal_size`]).
+//! Deleting keys leaves leaves underfull (nodes are not merged, their pages
+//! not reused); only the overflow pages of replaced or deleted values go on
+//! a free list. Operations are serialised by one mutex. A batch must fit
+//! half the write-ahead log ([`Options::wal_size`]).
 //!
 //! ```
 //! use flashkv_engine::{Db, Options};

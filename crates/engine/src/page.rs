@@ -6,12 +6,12 @@
 //! |---|---|
 //! | 0 | crc32c of bytes 4.. |
 //! | 4 | format version |
-//! | 5 | kind (leaf, internal, overflow) |
+//! | 5 | kind (leaf, internal, overflow, free) |
 //! | 6 | number of slots (u16) |
 //! | 8 | start of the cell area (u32) |
 //! | 12 | fragmented bytes (u32); for overflow pages the data length |
 //! | 16 | page id (u64) |
-//! | 24 | next: right sibling (leaf), leftmost child (internal), next page (overflow) |
+//! | 24 | next: right sibling (leaf), leftmost child (internal), next page (overflow, free) |
 //! | 32 | prev: left sibling (leaf) |
 //! | 40 | generation of the erase unit the page was written to (in-page logging) |
 //! | 48 | slot array of u16 cell offsets, sorted by key |
@@ -32,6 +32,8 @@ pub enum Kind {
     Leaf = 1,
     Internal = 2,
     Overflow = 3,
+    /// On the free list; `next` links to the next free page.
+    Free = 4,
 }
 
 /// A page image in memory.
@@ -110,6 +112,7 @@ impl Page {
         let bad = |what: &str| corrupt(format!("page {}: {what}", self.id()));
         match kind {
             1 | 2 => {}
+            4 if n == 0 => return Ok(()),
             3 => {
                 return if HEADER + self.u32(12) as usize <= size && n == 0 {
                     Ok(())
@@ -171,7 +174,8 @@ impl Page {
         match self.buf[5] {
             1 => Kind::Leaf,
             2 => Kind::Internal,
-            _ => Kind::Overflow,
+            3 => Kind::Overflow,
+            _ => Kind::Free,
         }
     }
     pub fn id(&self) -> PageId {

@@ -36,6 +36,7 @@ pub(crate) struct Checkpoint {
     pub root: u64,
     pub next_page: u64,
     pub next_auto: u64,
+    pub free_head: u64,
     pub wal_seq: u64,
     pub store_state: Vec<u8>,
 }
@@ -82,6 +83,7 @@ impl Checkpoint {
             self.root,
             self.next_page,
             self.next_auto,
+            self.free_head,
             self.wal_seq,
         ] {
             p.extend_from_slice(&v.to_le_bytes());
@@ -111,7 +113,8 @@ impl Checkpoint {
             data_start: r.u64()?,
             data_len: r.u64()?,
         };
-        let (root, next_page, next_auto, wal_seq) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        let (root, next_page, next_auto) = (r.u64()?, r.u64()?, r.u64()?);
+        let (free_head, wal_seq) = (r.u64()?, r.u64()?);
         Ok(Checkpoint {
             seq,
             store,
@@ -120,6 +123,7 @@ impl Checkpoint {
             root,
             next_page,
             next_auto,
+            free_head,
             wal_seq,
             store_state: r.0.to_vec(),
         })
@@ -262,6 +266,7 @@ mod tests {
             root: 3,
             next_page: 9,
             next_auto: 4,
+            free_head: 5,
             wal_seq: 11,
             store_state: vec![1, 2, 3],
         };

@@ -193,3 +193,25 @@ fn readers_run_alongside_a_writer() {
     }
     assert_eq!(db.scan(..).unwrap().len(), 2000);
 }
+
+#[test]
+fn overflow_pages_are_reused() {
+    for kind in [
+        StoreKind::InPlace,
+        StoreKind::InPageLogging(IplGeometry::seed()),
+    ] {
+        let db = Db::open(dram(), small().store(kind)).unwrap();
+        for i in 0..100u8 {
+            db.put(b"big", &vec![i; 50_000]).unwrap();
+            if i % 10 == 0 {
+                db.delete(b"big").unwrap();
+            }
+        }
+        assert_eq!(db.get(b"big").unwrap(), Some(vec![99; 50_000]));
+        let pages = db.stats().pages_allocated;
+        assert!(pages < 40, "{kind:?}: {pages} pages for one 50 KB value");
+        let db = Db::open(db.into_device(), small()).unwrap();
+        db.put(b"big", &[1; 60_000]).unwrap();
+        assert!(db.stats().pages_allocated < 40);
+    }
+}

@@ -142,10 +142,16 @@ impl PageStore for InPlace {
         for (id, f) in frames.iter_mut() {
             let off = self.offset(*id);
             let img = f.page.seal().to_vec();
-            units.entry(off - off % self.unit).or_default().push((off, img));
+            units
+                .entry(off - off % self.unit)
+                .or_default()
+                .push((off, img));
         }
         for (base, pages) in units {
-            if pages.iter().any(|(off, img)| disk.programmed(*off, img.len() as u64)) {
+            if pages
+                .iter()
+                .any(|(off, img)| disk.programmed(*off, img.len() as u64))
+            {
                 self.rewrite(disk, base, &pages)?;
             } else {
                 for (off, img) in &pages {
