@@ -38,6 +38,8 @@ enum Name {
     Seed004,
     /// Seed 001: in-page logging vs in-place on raw NAND (hypotheses 1.1–3, buffer sweep), shared layout, more log sectors, nvme.
     Ipl,
+    /// Buffer replacement policies (LRU, CLOCK, CFLRU, CFDC, LRU-WSR, FAB, ARC) on nand-ipl and nvme.
+    Buffer,
 }
 
 impl Name {
@@ -45,6 +47,7 @@ impl Name {
         match self {
             Name::Seed004 => Experiment::Seed004,
             Name::Ipl => Experiment::Ipl,
+            Name::Buffer => Experiment::Buffer,
         }
     }
 }

@@ -49,15 +49,18 @@ pub enum Experiment {
     Seed004,
     /// Seed 001's in-page logging evaluation, and beyond it.
     Ipl,
+    /// Buffer replacement policies on flash.
+    Buffer,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 2] = [Experiment::Seed004, Experiment::Ipl];
+    pub const ALL: [Experiment; 3] = [Experiment::Seed004, Experiment::Ipl, Experiment::Buffer];
 
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Seed004 => "seed004",
             Experiment::Ipl => "ipl",
+            Experiment::Buffer => "buffer",
         }
     }
 
@@ -65,6 +68,7 @@ impl Experiment {
         match self {
             Experiment::Seed004 => crate::seed004::run(opts),
             Experiment::Ipl => crate::ipl::run(opts),
+            Experiment::Buffer => crate::buffer::run(opts),
         }
     }
 }

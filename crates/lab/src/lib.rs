@@ -2,9 +2,11 @@
 //! documents' tables, and the reports (tables, JSON, CSV, Markdown, plots)
 //! they write.
 
+pub mod buffer;
 pub mod ipl;
 pub mod lab;
 pub mod profile;
 pub mod real;
 pub mod report;
 pub mod seed004;
+pub mod workload;

@@ -1,0 +1,218 @@
+//! `flashkv lab buffer`: buffer replacement policies compared on flash
+//! (seed 000 §2.2's survey; seed 002's "SSD-aware buffer manager"). Every
+//! policy × buffer size (a share of the relation's pages) × workload × page
+//! store, on raw NAND (`nand-ipl`) and an FTL SSD (`nvme`).
+//!
+//! Each run loads the relation with a buffer that holds it all, writes it
+//! out, reopens the store with the policy and buffer under test, runs a
+//! warm-up, then the measured operations and a final checkpoint (dirty
+//! pages a policy kept are still owed to the device). The write-ahead log
+//! is off and the B+-tree's internal pages stay in memory, as in seed
+//! 001: every commit would otherwise append to the log the same way for all
+//! policies and drown the page-store traffic the policies differ in.
+
+use std::ops::Bound;
+
+use flashkv_engine::{policy_by_name, Db, IplGeometry, Options, StoreKind, POLICY_NAMES};
+use rand::{rngs::SmallRng, SeedableRng};
+use serde::Serialize;
+
+use crate::lab::{LabError, LabOptions, Section};
+use crate::workload::{Gen, Mix, Op};
+
+mod summary;
+
+/// Devices compared: raw NAND with seed 001's costs, and a current SSD.
+pub const DEVICES: [&str; 2] = ["nand-ipl", "nvme"];
+/// Buffer sizes, in percent of the relation's pages.
+pub const PERCENTS: [f64; 4] = [1.0, 5.0, 10.0, 25.0];
+/// Bytes of every value (seed 001's tuple size is not given; as in `lab ipl`).
+const VALUE_BYTES: usize = 100;
+/// Bytes of the device the store may use.
+const REGION: u64 = 64 << 20;
+
+/// One measured point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub policy: &'static str,
+    /// `in-place` or `ipl`.
+    pub store: &'static str,
+    pub device: &'static str,
+    pub workload: &'static str,
+    pub buffer_pages: usize,
+    /// Buffer hits / page requests.
+    pub hit_ratio: f64,
+    pub dirty_evictions: u64,
+    /// Device write operations (host writes).
+    pub writes: u64,
+    /// Erase-unit erases (on `nvme`: its GC's).
+    pub erases: u64,
+    /// Device busy time: the modelled cost of every operation.
+    pub est_ms: f64,
+    pub energy_mj: f64,
+}
+
+/// A relation and how long to run on it.
+#[derive(Debug, Clone, Copy)]
+pub struct Size {
+    /// Keys loaded (`0..records`).
+    pub records: u64,
+    pub warmup: u64,
+    pub ops: u64,
+}
+
+impl Size {
+    pub fn full() -> Size {
+        Size {
+            records: 20_000,
+            warmup: 2_000,
+            ops: 10_000,
+        }
+    }
+    pub fn quick() -> Size {
+        Size {
+            records: 4_000,
+            warmup: 400,
+            ops: 1_500,
+        }
+    }
+}
+
+/// One run's setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Point {
+    pub device: &'static str,
+    pub store: StoreKind,
+    pub mix: Mix,
+    pub policy: &'static str,
+    pub buffer_pages: usize,
+}
+
+fn key(k: u64) -> [u8; 8] {
+    k.to_be_bytes()
+}
+
+/// A value that differs per key and per write.
+fn value(k: u64, version: u64) -> Vec<u8> {
+    let b = (k ^ version << 24).to_le_bytes();
+    (0..VALUE_BYTES).map(|i| b[i % 8] ^ i as u8).collect()
+}
+
+fn options(store: StoreKind, buffer_pages: usize) -> Options {
+    Options::default()
+        .store(store)
+        .buffer_pages(buffer_pages)
+        .index_in_memory(true)
+        .wal(false)
+        .max_size(REGION)
+}
+
+/// Loads keys `0..records` on a fresh device; returns the store closed and
+/// the relation's pages.
+fn loaded(device: &str, store: StoreKind, records: u64) -> Result<(Db, usize), LabError> {
+    let dev = flashkv_device::presets::open(device)?;
+    let db = Db::open(Box::new(dev), options(store, records as usize))?;
+    for k in 0..records {
+        db.put(&key(k), &value(k, 0))?;
+    }
+    db.checkpoint()?;
+    let pages = db.stats().resident_pages;
+    Ok((db, pages))
+}
+
+/// The relation's pages once loaded (with the store's page size).
+pub fn relation_pages(device: &str, store: StoreKind, records: u64) -> Result<usize, LabError> {
+    Ok(loaded(device, store, records)?.1)
+}
+
+/// Runs one point.
+pub fn measure(p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
+    let (db, _) = loaded(p.device, p.store, size.records)?;
+    let policy = policy_by_name(p.policy)
+        .ok_or_else(|| LabError::Data(format!("unknown policy {}", p.policy)))?;
+    let opts = options(p.store, p.buffer_pages).policy(policy);
+    let db = Db::open(db.close()?, opts)?;
+    let gen = Gen::new(p.mix, size.records);
+    let mut rng = SmallRng::seed_from_u64(seed);
+    for i in 0..size.warmup {
+        apply(&db, gen.next(&mut rng), i)?;
+    }
+    let before = db.stats();
+    for i in size.warmup..size.warmup + size.ops {
+        apply(&db, gen.next(&mut rng), i)?;
+    }
+    db.checkpoint()?;
+    let s = db.stats();
+    let (hits, misses) = (
+        s.buffer.hits - before.buffer.hits,
+        s.buffer.misses - before.buffer.misses,
+    );
+    Ok(Row {
+        policy: p.policy,
+        store: p.store.name(),
+        device: p.device,
+        workload: p.mix.name(),
+        buffer_pages: p.buffer_pages,
+        hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+        dirty_evictions: s.buffer.dirty_evictions - before.buffer.dirty_evictions,
+        writes: s.device.host_writes - before.device.host_writes,
+        erases: s.device.block_erases - before.device.block_erases,
+        est_ms: (s.device.busy_ns - before.device.busy_ns) as f64 / 1e6,
+        energy_mj: (s.device.energy_nj - before.device.energy_nj) as f64 / 1e6,
+    })
+}
+
+fn apply(db: &Db, op: Op, i: u64) -> Result<(), LabError> {
+    match op {
+        Op::Read(k) => {
+            db.get(&key(k))?;
+        }
+        Op::Write(k) => db.put(&key(k), &value(k, i + 1))?,
+        Op::Scan { start, len } => {
+            let (a, b) = (key(start), key(start + len));
+            db.scan((Bound::Included(&a[..]), Bound::Excluded(&b[..])))?;
+        }
+    }
+    Ok(())
+}
+
+/// The page stores compared: in place, and in-page logging with seed 001's layout.
+pub const STORES: [StoreKind; 2] = [
+    StoreKind::InPlace,
+    StoreKind::InPageLogging(IplGeometry::seed()),
+];
+
+pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
+    let size = if opts.quick {
+        Size::quick()
+    } else {
+        Size::full()
+    };
+    let mut rows = Vec::new();
+    for device in DEVICES {
+        for store in STORES {
+            let pages = relation_pages(device, store, size.records)?;
+            for mix in Mix::ALL {
+                for pct in PERCENTS {
+                    let buffer_pages = ((pages as f64 * pct / 100.0).round() as usize).max(2);
+                    for policy in POLICY_NAMES {
+                        opts.progress(&format!(
+                            "buffer {device} {} {} {pct}% {policy}",
+                            store.name(),
+                            mix.name()
+                        ));
+                        let p = Point {
+                            device,
+                            store,
+                            mix,
+                            policy,
+                            buffer_pages,
+                        };
+                        rows.push(measure(&p, size, opts.seed)?);
+                    }
+                }
+            }
+        }
+    }
+    summary::write(opts, size, &rows)
+}

@@ -1,0 +1,186 @@
+//! The buffer experiment's tables, files and plots, and the verdict: per
+//! device and store, which policy wins on estimated runtime and by how much.
+
+use std::collections::BTreeMap;
+
+use flashkv_engine::POLICY_NAMES;
+
+use super::{Row, Size, DEVICES, STORES};
+use crate::lab::{LabError, LabOptions, Section};
+use crate::report::{f, write_csv, write_json, Plot, Series, Table};
+use crate::workload::Mix;
+
+/// Geometric mean of `policy`'s ratio to LRU of `metric` over the points
+/// `keep` selects (every buffer size, and workload if not filtered).
+fn ratio(rows: &[Row], policy: &str, keep: impl Fn(&Row) -> bool, metric: fn(&Row) -> f64) -> f64 {
+    let lru: BTreeMap<(&str, usize), f64> = rows
+        .iter()
+        .filter(|r| r.policy == "lru" && keep(r))
+        .map(|r| ((r.workload, r.buffer_pages), metric(r)))
+        .collect();
+    let logs: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.policy == policy && keep(r))
+        .map(|r| (metric(r).max(1e-9) / lru[&(r.workload, r.buffer_pages)].max(1e-9)).ln())
+        .collect();
+    (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp()
+}
+
+/// Mean hit ratio difference to LRU, in points.
+fn hit_delta(rows: &[Row], policy: &str, keep: impl Fn(&Row) -> bool) -> f64 {
+    let mean = |p: &str| {
+        let v: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.policy == p && keep(r))
+            .map(|r| r.hit_ratio)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    (mean(policy) - mean("lru")) * 100.0
+}
+
+/// The policy with the lowest runtime ratio to LRU over the selected points.
+fn best(rows: &[Row], keep: impl Fn(&Row) -> bool + Copy) -> (&'static str, f64) {
+    POLICY_NAMES
+        .iter()
+        .map(|&p| (p, ratio(rows, p, keep, |r| r.est_ms)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("policies")
+}
+
+fn pct(r: f64) -> String {
+    format!("{:+.1}%", (r - 1.0) * 100.0)
+}
+
+pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Section, LabError> {
+    let dir = opts.dir("buffer")?;
+    write_json(&dir.join("rows.json"), &rows)?;
+    write_csv(&dir.join("rows.csv"), rows)?;
+
+    let mut verdict = String::new();
+    let mut by_mix = Table::new(
+        "Best policy vs LRU (geometric mean over buffer sizes)",
+        &[
+            "device", "store", "workload", "best", "est_ms", "writes", "hit pts",
+        ],
+    );
+    for device in DEVICES {
+        for store in STORES.map(|s| s.name()) {
+            let here = |r: &Row| r.device == device && r.store == store;
+            let (p, r) = best(rows, here);
+            verdict.push_str(&format!(
+                "- {device} / {store}: **{p}** wins, estimated runtime {} vs LRU \
+                 (geometric mean over every workload and buffer size)\n",
+                pct(r)
+            ));
+            for mix in Mix::ALL.map(|m| m.name()) {
+                let keep = |r: &Row| here(r) && r.workload == mix;
+                let (p, est) = best(rows, keep);
+                by_mix.push(vec![
+                    device.into(),
+                    store.into(),
+                    mix.into(),
+                    p.into(),
+                    pct(est),
+                    pct(ratio(rows, p, keep, |r| r.writes as f64)),
+                    format!("{:+.1}", hit_delta(rows, p, keep)),
+                ]);
+            }
+        }
+    }
+
+    let mut detail = Table::new(
+        "ycsb-a on nand-ipl, in-place store",
+        &[
+            "policy",
+            "buffer_pages",
+            "hit_ratio",
+            "dirty_ev",
+            "writes",
+            "erases",
+            "est_ms",
+            "energy_mj",
+        ],
+    );
+    for r in rows
+        .iter()
+        .filter(|r| r.workload == "ycsb-a" && r.device == "nand-ipl" && r.store == "in-place")
+    {
+        detail.push(vec![
+            r.policy.into(),
+            r.buffer_pages.to_string(),
+            f(r.hit_ratio, 3),
+            r.dirty_evictions.to_string(),
+            r.writes.to_string(),
+            r.erases.to_string(),
+            f(r.est_ms, 1),
+            f(r.energy_mj, 1),
+        ]);
+    }
+    plots(&dir, rows)?;
+
+    let head = format!(
+        "{} keys of {} bytes, {} warm-up + {} measured operations a run; \
+         write-ahead log off, index in memory.",
+        size.records,
+        super::VALUE_BYTES,
+        size.warmup,
+        size.ops
+    );
+    let text = format!(
+        "Buffer replacement policies\n{head}\n{}\n{}\n{}",
+        verdict.replace("**", ""),
+        by_mix.text(),
+        detail.text()
+    );
+    let markdown = format!(
+        "## Buffer replacement policies\n\n{head}\n\n{verdict}\n{}\n{}",
+        by_mix.markdown(),
+        detail.markdown()
+    );
+    Ok(Section {
+        name: "buffer",
+        text,
+        markdown,
+        json: serde_json::to_value(rows).map_err(|e| LabError::Data(e.to_string()))?,
+    })
+}
+
+/// Estimated runtime against buffer size, one line per policy, for each
+/// device, store and workload.
+fn plots(dir: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
+    for device in DEVICES {
+        for store in STORES.map(|s| s.name()) {
+            for mix in Mix::ALL.map(|m| m.name()) {
+                let series: Vec<Series> = POLICY_NAMES
+                    .iter()
+                    .map(|&p| Series {
+                        name: p.into(),
+                        points: rows
+                            .iter()
+                            .filter(|r| {
+                                r.policy == p
+                                    && r.device == device
+                                    && r.store == store
+                                    && r.workload == mix
+                            })
+                            .map(|r| (r.buffer_pages as f64, r.est_ms))
+                            .collect(),
+                        markers_only: false,
+                    })
+                    .collect();
+                let title = format!("{mix} on {device}, {store} store");
+                Plot {
+                    title: &title,
+                    x_label: "buffer pages",
+                    y_label: "estimated runtime (ms)",
+                    log_x: true,
+                    log_y: true,
+                    series: &series,
+                }
+                .write_svg(&dir.join(format!("{mix}-{device}-{store}.svg")))?;
+            }
+        }
+    }
+    Ok(())
+}
