@@ -71,6 +71,7 @@ pub struct HybridDevice {
     pressure: bool,
     /// Set after a write outside the log: the next record starts on a boundary.
     pub(crate) realign: bool,
+    pub(crate) costs: crate::flush::ReadCosts,
 }
 
 /// Start, end and energy of several device operations making up one.
@@ -133,6 +134,7 @@ impl HybridDevice {
             round: None,
             pressure: false,
             realign: true,
+            costs: crate::flush::ReadCosts::default(),
             maps: Maps::new(tabs),
             ssd,
             hdd,

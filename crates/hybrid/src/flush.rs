@@ -6,7 +6,9 @@
 //!
 //! A sector written back is marked flushed but stays dirty (recovery would
 //! still replay it, and new writes to it stay in the cache) until a commit:
-//! the HDD is made durable, then a superblock moves the durable tail past the
+//! both devices are made durable (the HDD for what was written back, the SSD
+//! for the newer records of sectors the worker skipped as superseded), then a
+//! superblock moves the durable tail past the
 //! rounds completed so far and their sectors become clean. The log is only
 //! ever released behind durable data. Commits happen when an eighth of the
 //! cache has been written back, when a write needs the space, and on drain.
@@ -38,10 +40,34 @@ pub(crate) struct Round {
     recs: Vec<(u64, u64)>,
     /// Log position just past it.
     end: u64,
-    /// Dirty sectors still to write back, sorted: (home, slot).
-    todo: Vec<(u64, u64)>,
+    /// Dirty sectors still to write back, sorted: (home, slot, offset in
+    /// `buf` when the round was read whole).
+    todo: Vec<(u64, u64, Option<usize>)>,
     next: usize,
+    buf: Vec<u8>,
+    /// When `buf` was read.
+    ready: Nanos,
 }
+
+/// What SSD reads cost, learned in virtual time: per byte of a large
+/// sequential read, and per single-sector read. They decide whether a round
+/// is read whole (an FTL SSD streams, but serves small reads one by one) or
+/// sector by sector as it is written back (fewer bytes, and the reads overlap
+/// the HDD writes).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ReadCosts {
+    seq_ns_per_byte: Option<f64>,
+    sector_ns: Option<f64>,
+}
+
+impl ReadCosts {
+    fn learn(slot: &mut Option<f64>, sample: f64) {
+        *slot = Some(slot.map_or(sample, |v| 0.8 * v + 0.2 * sample));
+    }
+}
+
+/// Reads at least this long teach the sequential cost.
+const SEQ_SAMPLE: u64 = 256 << 10;
 
 impl HybridDevice {
     /// Runs the worker from `start` within `budget`; returns when its last
@@ -100,24 +126,103 @@ impl HybridDevice {
                 None => end = self.layout.next_boundary(end).min(self.log.head),
             }
         }
+        let s = self.layout.sector;
         let mut todo = Vec::new();
+        let mut at = 0usize;
         for &(pos, len) in &recs {
-            for slot in pos % c + 1..pos % c + len {
+            for j in 1..len {
+                let slot = pos % c + j;
                 if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
                     if e.unflushed() {
-                        todo.push((e.value, slot));
+                        todo.push((e.value, slot, Some(at + (j * s) as usize)));
                     }
                 }
             }
+            at += (len * s) as usize;
         }
         *t = io.t;
         todo.sort_unstable();
-        Ok(Round {
+        let mut round = Round {
             recs,
             end,
             todo,
             next: 0,
-        })
+            buf: Vec::new(),
+            ready: *t,
+        };
+        if self.read_whole(&round, t)? {
+            self.read_round(&mut round, t)?;
+        } else {
+            round.todo.iter_mut().for_each(|x| x.2 = None);
+        }
+        Ok(round)
+    }
+
+    /// Whether reading the round whole is cheaper than reading its dirty
+    /// sectors one by one; probes the SSD the first time.
+    fn read_whole(&mut self, round: &Round, t: &mut Nanos) -> Result<bool> {
+        let s = self.layout.sector;
+        let c = self.layout.cache_sectors;
+        let Some(&(_, slot, _)) = round.todo.first() else {
+            return Ok(false);
+        };
+        if self.costs.sector_ns.is_none() {
+            let mut b = vec![0u8; s as usize];
+            let r = self
+                .ssd
+                .read_at(*t, self.layout.cache_offset(slot), &mut b)?;
+            *t = (*t).max(r.end);
+            ReadCosts::learn(&mut self.costs.sector_ns, (r.end - r.start) as f64);
+        }
+        if self.costs.seq_ns_per_byte.is_none() {
+            let pos = round.recs[0].0 % c;
+            let n = (SEQ_SAMPLE / s).min(c - pos);
+            let mut b = vec![0u8; (n * s) as usize];
+            let r = self
+                .ssd
+                .read_at(*t, self.layout.cache_offset(pos), &mut b)?;
+            *t = (*t).max(r.end);
+            let per_byte = (r.end - r.start) as f64 / b.len() as f64;
+            ReadCosts::learn(&mut self.costs.seq_ns_per_byte, per_byte);
+        }
+        let span: u64 = round.recs.iter().map(|r| r.1 * s).sum();
+        let whole = span as f64 * self.costs.seq_ns_per_byte.unwrap_or(0.0);
+        let sectors = round.todo.len() as f64 * self.costs.sector_ns.unwrap_or(0.0);
+        Ok(whole < sectors)
+    }
+
+    /// Reads the round's records into its buffer, one read per run of adjacent records.
+    fn read_round(&mut self, round: &mut Round, t: &mut Nanos) -> Result<()> {
+        let s = self.layout.sector;
+        let c = self.layout.cache_sectors;
+        let recs = &round.recs;
+        let span: u64 = recs.iter().map(|r| r.1 * s).sum();
+        round.buf = vec![0u8; span as usize];
+        let (mut i, mut at) = (0, 0usize);
+        while i < recs.len() {
+            let mut j = i + 1;
+            let mut bytes = (recs[i].1 * s) as usize;
+            while j < recs.len() && recs[j].0 == recs[j - 1].0 + recs[j - 1].1 && recs[j].0 % c != 0
+            {
+                bytes += (recs[j].1 * s) as usize;
+                j += 1;
+            }
+            let offset = self.layout.cache_offset(recs[i].0 % c);
+            let r = self
+                .ssd
+                .read_at(*t, offset, &mut round.buf[at..at + bytes])?;
+            *t = (*t).max(r.end);
+            if bytes as u64 >= SEQ_SAMPLE {
+                ReadCosts::learn(
+                    &mut self.costs.seq_ns_per_byte,
+                    (r.end - r.start) as f64 / bytes as f64,
+                );
+            }
+            at += bytes;
+            i = j;
+        }
+        round.ready = *t;
+        Ok(())
     }
 
     /// Writes back the next run of neighbouring sectors still dirty; returns its bytes.
@@ -130,19 +235,19 @@ impl HybridDevice {
         let s = self.layout.sector;
         let max_run = (self.opts.max_flush_write / s).max(1) as usize;
         // Host writes since the round was gathered may have superseded some.
-        let mut run: Vec<(u64, u64)> = Vec::new();
+        let mut run: Vec<(u64, u64, Option<usize>)> = Vec::new();
         {
             let (m, mut io) = mio!(self, *ssd_t);
             while round.next < round.todo.len() && run.len() < max_run {
-                let (home, slot) = round.todo[round.next];
-                if run.last().is_some_and(|&(h, _)| home != h + 1) {
+                let (home, slot, at) = round.todo[round.next];
+                if run.last().is_some_and(|&(h, _, _)| home != h + 1) {
                     break;
                 }
                 round.next += 1;
                 let live = decode(m.rev_get(&mut io, slot)?)
                     .is_some_and(|e| e.value == home && e.unflushed());
                 if live {
-                    run.push((home, slot));
+                    run.push((home, slot, at));
                 } else if !run.is_empty() {
                     break;
                 }
@@ -152,9 +257,19 @@ impl HybridDevice {
         if run.is_empty() {
             return Ok(0);
         }
+        // Unless the round was read whole, all its pieces are read at once:
+        // an SSD with several channels and dies serves them in parallel.
         let mut data = vec![0u8; run.len() * s as usize];
+        let issue = *ssd_t;
         let mut k = 0;
         while k < run.len() {
+            if let Some(at) = run[k].2 {
+                let piece = &round.buf[at..at + s as usize];
+                data[k * s as usize..(k + 1) * s as usize].copy_from_slice(piece);
+                *ssd_t = (*ssd_t).max(round.ready);
+                k += 1;
+                continue;
+            }
             let mut l = k + 1;
             while l < run.len() && run[l].1 == run[l - 1].1 + 1 {
                 l += 1;
@@ -162,14 +277,17 @@ impl HybridDevice {
             let buf = &mut data[k * s as usize..l * s as usize];
             let r = self
                 .ssd
-                .read_at(*ssd_t, self.layout.cache_offset(run[k].1), buf)?;
+                .read_at(issue, self.layout.cache_offset(run[k].1), buf)?;
             *ssd_t = (*ssd_t).max(r.end);
+            if l == k + 1 {
+                ReadCosts::learn(&mut self.costs.sector_ns, (r.end - r.start) as f64);
+            }
             k = l;
         }
         let w = self.hdd.write_at(*ssd_t, run[0].0 * s, &data)?;
         *hdd_end = (*hdd_end).max(w.end);
         let (m, mut io) = mio!(self, *ssd_t);
-        for &(home, slot) in &run {
+        for &(home, slot, _) in &run {
             m.rev_set(&mut io, slot, encode_flushed(home))?;
             m.fwd_set(&mut io, home, encode_flushed(slot))?;
         }
@@ -214,6 +332,9 @@ impl HybridDevice {
             return Ok(at);
         }
         let c = self.layout.cache_sectors;
+        // The worker skipped sectors superseded by newer records; those
+        // records must be durable before the old ones are released.
+        let sf = self.ssd.flush_at(at)?;
         let hf = self.hdd.flush_at(at)?;
         let sb = Superblock {
             layout: self.layout,
@@ -222,7 +343,9 @@ impl HybridDevice {
             tail: self.log.flushed_tail,
             tail_prev_seq: self.log.flushed_prev_seq,
         };
-        let w = self.ssd.write_at(hf.end, sb.slot_offset(), &sb.encode())?;
+        let w = self
+            .ssd
+            .write_at(hf.end.max(sf.end), sb.slot_offset(), &sb.encode())?;
         let f = self.ssd.flush_at(w.end)?;
         let (m, mut io) = mio!(self, f.end);
         let mut pos = self.log.dirty_tail;
