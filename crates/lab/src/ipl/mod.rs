@@ -4,6 +4,7 @@
 //! §6.4; then the same with more log sectors per page (the seed's future
 //! work), the SIGMOD 2007 shared log layout, and on an FTL SSD (`nvme`).
 
+mod plots;
 mod report;
 pub mod workload;
 
