@@ -97,7 +97,7 @@ impl Layout {
         let fits = |c: u64| start_for(c).1 + c * sector <= ssd.capacity;
         let (mut lo, mut hi) = (0, ssd.capacity / sector);
         while lo < hi {
-            let mid = (lo + hi + 1) / 2;
+            let mid = (lo + hi).div_ceil(2);
             if fits(mid) {
                 lo = mid;
             } else {

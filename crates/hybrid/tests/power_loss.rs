@@ -63,16 +63,14 @@ impl Oracle {
     }
 }
 
+type Disk = Arc<Mutex<common::crash::Disk>>;
+
+/// An SSD and an HDD on one power supply, and their disks.
 fn machine(
     ssd: Vec<u8>,
     hdd: Vec<u8>,
     ops: u64,
-) -> (
-    Box<dyn BlockDevice>,
-    Box<dyn BlockDevice>,
-    Arc<Mutex<common::crash::Disk>>,
-    Arc<Mutex<common::crash::Disk>>,
-) {
+) -> (Box<dyn BlockDevice>, Box<dyn BlockDevice>, Disk, Disk) {
     let power = Arc::new(Mutex::new(Power { ops_left: ops }));
     let (s, sd) = CrashDevice::new(ssd, power.clone(), 20_000, 2);
     let (h, hd) = CrashDevice::new(hdd, power, 5_000_000, 10);
