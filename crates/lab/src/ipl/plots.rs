@@ -15,6 +15,9 @@ const FIGURES: [(&str, &str, u32); 5] = [
     ("h3", "Random Read and Write", 9),
 ];
 
+/// What a count plot shows of a row.
+type Measure = fn(&Row) -> f64;
+
 pub fn write(dir: &Path, rows: &[Row]) -> Result<(), LabError> {
     let pick = |e: &str, s: &str| -> Vec<&Row> {
         rows.iter()
@@ -33,14 +36,14 @@ pub fn write(dir: &Path, rows: &[Row]) -> Result<(), LabError> {
     for (e, title, fig) in FIGURES {
         let (a, b) = (pick(e, "in-place"), pick(e, "ipl"));
         let mut counts = Vec::new();
-        let measures: [(&str, &dyn Fn(&Row) -> f64); 3] = [
-            ("reads", &|r: &Row| r.reads as f64),
-            ("writes", &|r: &Row| r.writes as f64),
-            ("erases", &|r: &Row| r.erases as f64),
+        let measures: [(&str, Measure); 3] = [
+            ("reads", |r: &Row| r.reads as f64),
+            ("writes", |r: &Row| r.writes as f64),
+            ("erases", |r: &Row| r.erases as f64),
         ];
         for (m, y) in measures {
-            counts.push(line(format!("in-place {m}"), &a, y, &ops));
-            counts.push(line(format!("ipl {m}"), &b, y, &ops));
+            counts.push(line(format!("in-place {m}"), &a, &y, &ops));
+            counts.push(line(format!("ipl {m}"), &b, &y, &ops));
         }
         let t1 = format!("Figure 6.{fig}: {title}: Read, Write and Erase Count");
         Plot {

@@ -63,13 +63,12 @@ fn change(ipl: f64, inplace: f64) -> String {
 }
 
 /// Pairs of (in-place, ipl) rows at the longest run of each hypothesis.
-fn pairs<'a>(rows: &'a [Row]) -> Vec<(&'a Row, &'a Row)> {
+fn pairs(rows: &[Row]) -> Vec<(&Row, &Row)> {
     let mut keys: Vec<(&str, &str, &str)> = rows
         .iter()
         .filter(|r| r.experiment != "buffer-sweep")
         .map(|r| (r.experiment, r.layout.as_str(), r.device))
         .collect();
-    keys.dedup();
     keys.sort_by_key(|&(e, l, d)| (d != "nand-ipl", l != "seed", l.to_string(), d, e));
     keys.dedup();
     keys.into_iter()
