@@ -2,6 +2,35 @@
 //! [`flashkv_device::BlockDevice`], plus block-trace parsing ([`trace`]) and
 //! replay on any device ([`replay`]).
 //!
+//! * **Layout** ([`Layout`]): two superblock copies, a mapping region of 4 KiB
+//!   tablet slots sized for the worst case, and the cache region, a circular
+//!   log aligned to a large power of two (so an FTL SSD sees one sequential
+//!   stream). The hybrid's sector is 4 KiB (or the devices' larger sector).
+//! * **Routing** ([`Router`]): writes of at least `size_threshold` go to the
+//!   HDD; smaller ones too while the sequential-run counter (bytes written
+//!   consecutively, halved by each non-consecutive write) is at least
+//!   `seq_threshold`; the rest are appended to the log. Sectors with a dirty
+//!   cached copy always stay in the log, so the newest copy lives in one place.
+//! * **Mapping**: forward (virtual sector → cache slot) and reverse (cache slot
+//!   → home sector, plus record boundaries) maps, 4-level radix trees of 4 KiB
+//!   tablets, LRU-swapped to the mapping region beyond `memory_limit`. Reads
+//!   are split into cached and uncached runs and reassembled.
+//! * **Flush worker**: rounds of up to `round_bytes` of log, sorted by home
+//!   sector, neighbours merged into writes of up to `max_flush_write`; it runs
+//!   in idle time (an operation issued later than the device's clock) and,
+//!   between the watermarks, in the background at twice the host's write rate.
+//! * **Durability**: every append is a checksummed record chained by sequence
+//!   number; a superblock records the tail behind which everything is on the
+//!   HDD. After [`flashkv_device::BlockDevice::flush_at`] completes, every
+//!   earlier write survives power loss; [`HybridDevice::open`] replays the log
+//!   and reports the time in [`RecoveryReport`]. The read cache starts cold.
+//! * **Promotion** (on by default): a 4 KiB block read randomly from the HDD
+//!   `promote_after` times is copied into the log as a clean record.
+//!
+//! Counters: [`HybridDevice::hybrid_stats`] (since create/open);
+//! `stats()` gives the hybrid's host counters with the devices' internal
+//! counters, busy time and energy summed.
+//!
 //! ```
 //! use flashkv_device::{BlockDevice, DeviceSpec, SimDevice};
 //! use flashkv_hybrid::{HybridDevice, Options};

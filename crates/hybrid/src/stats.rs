@@ -44,7 +44,8 @@ pub struct HybridStats {
     /// Superblock updates that released written-back log.
     pub commits: u64,
     pub pressure_flushes: u64,
-    /// Virtual time the flush sessions took, start to durable tail.
+    /// Virtual time the flush worker ran, from each start to its last
+    /// completion (under pressure this includes waiting behind host I/O).
     pub flush_ns: Nanos,
     /// `flush_bytes` per second of `flush_ns`, MB/s (10^6 bytes).
     pub flush_mb_per_s: f64,
