@@ -73,14 +73,16 @@ fn place(r: &TraceRecord, sector: u64, capacity: u64) -> Option<(u64, u64, bool)
     if r.len == 0 {
         return None;
     }
-    let start = r.offset / sector * sector;
-    let end = r.offset.saturating_add(r.len).div_ceil(sector) * sector;
-    let len = (end - start).min(capacity / sector * sector);
-    if start + len <= capacity {
-        return Some((start, len, false));
+    // In sectors, so nothing overflows near the top of the u64 range.
+    let first = r.offset / sector;
+    let last = r.offset.saturating_add(r.len).div_ceil(sector);
+    let sectors = capacity / sector;
+    let n = (last - first).min(sectors);
+    if first + n <= sectors {
+        return Some((first * sector, n * sector, false));
     }
-    let room = (capacity - len) / sector + 1;
-    Some(((start / sector % room) * sector, len, true))
+    let room = sectors - n + 1;
+    Some(((first % room) * sector, n * sector, true))
 }
 
 /// Runs `records` on `dev`; writes carry a fixed pattern.
@@ -117,7 +119,7 @@ pub fn replay(
         };
         rep.folded += u64::from(folded);
         let at = match timing {
-            Timing::AsTraced => base + r.time_ns,
+            Timing::AsTraced => base.saturating_add(r.time_ns),
             Timing::BackToBack => dev.clock(),
         };
         if buf.len() < len as usize {
@@ -167,6 +169,17 @@ mod tests {
             place(&r(0, 4 << 20), 512, 1 << 20),
             Some((0, 1 << 20, false))
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_record_lands_inside_the_device(offset: u64, len: u64, cap in 1u64..1 << 40) {
+            let cap = cap * 512;
+            let r = TraceRecord { time_ns: 0, offset, len, write: false };
+            if let Some((o, l, _)) = place(&r, 512, cap) {
+                proptest::prop_assert!(o % 512 == 0 && l % 512 == 0 && o + l <= cap);
+            }
+        }
     }
 
     #[test]

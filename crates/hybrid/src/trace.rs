@@ -390,4 +390,13 @@ mod tests {
             Err(TraceError::UnknownFormat(_))
         ));
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_input_is_parsed_or_rejected_never_a_panic(text in "[ -~\n,+\t]{0,300}") {
+            for f in [Format::Msr, Format::Spc, Format::Disksim, Format::Blkparse] {
+                let _ = p(f, &text);
+            }
+        }
+    }
 }
