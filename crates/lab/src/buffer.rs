@@ -6,10 +6,11 @@
 //! Each run loads the relation with a buffer that holds it all, writes it
 //! out, reopens the store with the policy and buffer under test, runs a
 //! warm-up, then the measured operations and a final checkpoint (dirty
-//! pages a policy kept are still owed to the device). The write-ahead log
-//! is off and the B+-tree's internal pages stay in memory, as in seed
-//! 001: every commit would otherwise append to the log the same way for all
-//! policies and drown the page-store traffic the policies differ in.
+//! pages a policy kept are still owed to the device). The B+-tree's
+//! internal pages compete for frames like any page, as in a database
+//! buffer. The write-ahead log is off: every commit would append to it the
+//! same way under every policy and drown the page-store traffic the
+//! policies differ in (with it on, each update also costs a log write).
 
 use std::ops::Bound;
 
@@ -20,6 +21,7 @@ use serde::Serialize;
 use crate::lab::{LabError, LabOptions, Section};
 use crate::workload::{Gen, Mix, Op};
 
+mod count;
 mod summary;
 
 /// Devices compared: raw NAND with seed 001's costs, and a current SSD.
@@ -40,7 +42,7 @@ pub struct Row {
     pub device: &'static str,
     pub workload: &'static str,
     pub buffer_pages: usize,
-    /// Buffer hits / page requests.
+    /// Page references served from the buffer (see [`count`]).
     pub hit_ratio: f64,
     pub dirty_evictions: u64,
     /// Device write operations (host writes).
@@ -102,7 +104,7 @@ fn options(store: StoreKind, buffer_pages: usize) -> Options {
     Options::default()
         .store(store)
         .buffer_pages(buffer_pages)
-        .index_in_memory(true)
+        .index_in_memory(false)
         .wal(false)
         .max_size(REGION)
 }
@@ -130,6 +132,7 @@ pub fn measure(p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
     let (db, _) = loaded(p.device, p.store, size.records)?;
     let policy = policy_by_name(p.policy)
         .ok_or_else(|| LabError::Data(format!("unknown policy {}", p.policy)))?;
+    let (policy, refs) = count::counted(policy);
     let opts = options(p.store, p.buffer_pages).policy(policy);
     let db = Db::open(db.close()?, opts)?;
     let gen = Gen::new(p.mix, size.records);
@@ -138,22 +141,20 @@ pub fn measure(p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
         apply(&db, gen.next(&mut rng), i)?;
     }
     let before = db.stats();
+    let (refs0, hits0) = refs.get();
     for i in size.warmup..size.warmup + size.ops {
         apply(&db, gen.next(&mut rng), i)?;
     }
     db.checkpoint()?;
     let s = db.stats();
-    let (hits, misses) = (
-        s.buffer.hits - before.buffer.hits,
-        s.buffer.misses - before.buffer.misses,
-    );
+    let (refs1, hits1) = refs.get();
     Ok(Row {
         policy: p.policy,
         store: p.store.name(),
         device: p.device,
         workload: p.mix.name(),
         buffer_pages: p.buffer_pages,
-        hit_ratio: hits as f64 / (hits + misses).max(1) as f64,
+        hit_ratio: (hits1 - hits0) as f64 / (refs1 - refs0).max(1) as f64,
         dirty_evictions: s.buffer.dirty_evictions - before.buffer.dirty_evictions,
         writes: s.device.host_writes - before.device.host_writes,
         erases: s.device.block_erases - before.device.block_erases,

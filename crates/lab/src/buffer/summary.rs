@@ -121,7 +121,7 @@ pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Secti
 
     let head = format!(
         "{} keys of {} bytes, {} warm-up + {} measured operations a run; \
-         write-ahead log off, index in memory.",
+         write-ahead log off; hit ratio over page references (a page asked for again at once is one reference).",
         size.records,
         super::VALUE_BYTES,
         size.warmup,
