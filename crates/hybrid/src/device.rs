@@ -72,6 +72,9 @@ pub struct HybridDevice {
     /// Set after a write outside the log: the next record starts on a boundary.
     pub(crate) realign: bool,
     pub(crate) costs: crate::flush::ReadCosts,
+    /// The sector the host sees: the devices' larger one. Requests not
+    /// aligned to the 4 KiB mapping unit are read-modify-written.
+    host_sector: u64,
 }
 
 /// Start, end and energy of several device operations making up one.
@@ -135,6 +138,7 @@ impl HybridDevice {
             pressure: false,
             realign: true,
             costs: crate::flush::ReadCosts::default(),
+            host_sector: u64::from(ssd.geometry().sector_size.max(hdd.geometry().sector_size)),
             maps: Maps::new(tabs),
             ssd,
             hdd,
@@ -409,12 +413,9 @@ impl HybridDevice {
         Ok(r)
     }
 
+    /// Writes whole mapping units.
     fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
         let len = buf.len() as u64;
-        self.geometry().check(offset, len)?;
-        if len == 0 {
-            return Ok(Span::new(at).done(at));
-        }
         self.idle_work(at)?;
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
@@ -445,20 +446,21 @@ impl HybridDevice {
                 }
             }
         }
-        self.host.host_writes += 1;
-        self.host.host_write_bytes += len;
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
         self.pressure(at, len)?;
         Ok(c)
     }
 
-    fn read_inner(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
+    /// Reads whole mapping units; `host` reads may promote what they read.
+    fn read_inner(
+        &mut self,
+        at: Nanos,
+        offset: u64,
+        buf: &mut [u8],
+        host: bool,
+    ) -> Result<Completion> {
         let len = buf.len() as u64;
-        self.geometry().check(offset, len)?;
-        if len == 0 {
-            return Ok(Span::new(at).done(at));
-        }
         self.idle_work(at)?;
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
@@ -495,12 +497,9 @@ impl HybridDevice {
                 }
             }
         }
-        self.st.read_requests += 1;
-        self.host.host_reads += 1;
-        self.host.host_read_bytes += len;
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
-        if self.opts.promote && self.hot.note(offset, len, len < self.opts.size_threshold) {
+        if host && self.opts.promote && self.hot.note(offset, len, len < self.opts.size_threshold) {
             // Copy in the background, after the host has its data.
             let mut pt = c.end.max(self.bg_until);
             for &(i, cnt, slot) in &runs {
@@ -518,8 +517,8 @@ impl HybridDevice {
         Ok(c)
     }
 
+    /// Trims whole mapping units.
     fn trim_inner(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
-        self.geometry().check(offset, len)?;
         self.idle_work(at)?;
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
@@ -558,17 +557,89 @@ impl HybridDevice {
                 }
             }
         }
-        self.host.trims += 1;
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
         Ok(c)
+    }
+
+    /// The range rounded out to whole mapping units.
+    fn units(&self, offset: u64, len: u64) -> (u64, u64) {
+        let u = self.layout.sector;
+        let a = offset / u * u;
+        (a, (offset + len).div_ceil(u) * u - a)
+    }
+
+    fn read_range(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
+        let (a, n) = self.units(offset, buf.len() as u64);
+        if buf.is_empty() {
+            return Ok(Span::new(at).done(at));
+        }
+        if (a, n) == (offset, buf.len() as u64) {
+            return self.read_inner(at, offset, buf, true);
+        }
+        let mut whole = vec![0u8; n as usize];
+        let c = self.read_inner(at, a, &mut whole, true)?;
+        let from = (offset - a) as usize;
+        buf.copy_from_slice(&whole[from..from + buf.len()]);
+        Ok(c)
+    }
+
+    /// Writes any sector-aligned range: partial units are read first and merged.
+    fn write_range(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
+        let len = buf.len() as u64;
+        let (a, n) = self.units(offset, len);
+        if len == 0 {
+            return Ok(Span::new(at).done(at));
+        }
+        if (a, n) == (offset, len) {
+            return self.write_inner(at, offset, buf);
+        }
+        let u = self.layout.sector as usize;
+        let mut whole = vec![0u8; n as usize];
+        let mut span = Span::new(at);
+        let mut t = at;
+        let head = offset != a;
+        if head {
+            let c = self.read_inner(at, a, &mut whole[..u], false)?;
+            span.add(c);
+            t = t.max(c.end);
+        }
+        let tail = a + n - u as u64;
+        if offset + len != a + n && !(head && tail == a) {
+            let c = self.read_inner(at, tail, &mut whole[n as usize - u..], false)?;
+            span.add(c);
+            t = t.max(c.end);
+        }
+        let from = (offset - a) as usize;
+        whole[from..from + buf.len()].copy_from_slice(buf);
+        span.add(self.write_inner(t, a, &whole)?);
+        Ok(span.done(at))
+    }
+
+    /// Trims whole units inside the range and zeroes the partial ones at its ends.
+    fn trim_range(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
+        let u = self.layout.sector;
+        let end = offset + len;
+        let (lo, hi) = (offset.div_ceil(u) * u, end / u * u);
+        if lo >= hi {
+            return self.write_range(at, offset, &vec![0u8; len as usize]);
+        }
+        let mut span = Span::new(at);
+        span.add(self.trim_inner(at, lo, hi - lo)?);
+        if offset < lo {
+            span.add(self.write_range(at, offset, &vec![0u8; (lo - offset) as usize])?);
+        }
+        if hi < end {
+            span.add(self.write_range(at, hi, &vec![0u8; (end - hi) as usize])?);
+        }
+        Ok(span.done(at))
     }
 }
 
 impl BlockDevice for HybridDevice {
     fn geometry(&self) -> Geometry {
         Geometry {
-            sector_size: self.layout.sector as u32,
+            sector_size: self.host_sector as u32,
             erase_unit: None,
             capacity: self.layout.capacity,
             program_once: false,
@@ -581,7 +652,12 @@ impl BlockDevice for HybridDevice {
         offset: u64,
         buf: &mut [u8],
     ) -> flashkv_device::Result<Completion> {
-        Ok(self.read_inner(at, offset, buf)?)
+        self.geometry().check(offset, buf.len() as u64)?;
+        let c = self.read_range(at, offset, buf)?;
+        self.st.read_requests += 1;
+        self.host.host_reads += 1;
+        self.host.host_read_bytes += buf.len() as u64;
+        Ok(c)
     }
 
     fn write_at(
@@ -590,7 +666,11 @@ impl BlockDevice for HybridDevice {
         offset: u64,
         buf: &[u8],
     ) -> flashkv_device::Result<Completion> {
-        Ok(self.write_inner(at, offset, buf)?)
+        self.geometry().check(offset, buf.len() as u64)?;
+        let c = self.write_range(at, offset, buf)?;
+        self.host.host_writes += 1;
+        self.host.host_write_bytes += buf.len() as u64;
+        Ok(c)
     }
 
     /// Both devices flush in parallel; the log already holds everything needed
@@ -607,7 +687,10 @@ impl BlockDevice for HybridDevice {
     }
 
     fn trim_at(&mut self, at: Nanos, offset: u64, len: u64) -> flashkv_device::Result<Completion> {
-        Ok(self.trim_inner(at, offset, len)?)
+        self.geometry().check(offset, len)?;
+        let c = self.trim_range(at, offset, len)?;
+        self.host.trims += 1;
+        Ok(c)
     }
 
     fn clock(&self) -> Nanos {

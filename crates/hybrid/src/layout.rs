@@ -28,7 +28,8 @@ const MIN_CACHE_SECTORS: u64 = 256;
 /// The fixed shape of a hybrid device, recorded in its superblock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Layout {
-    /// The hybrid's sector: 4 KiB, or the larger of the devices' sectors.
+    /// The mapping unit ("sector" of the maps and the log): 4 KiB, or the
+    /// larger of the devices' sectors.
     pub sector: u64,
     pub ssd_capacity: u64,
     /// Capacity the hybrid exposes: the HDD's, in whole sectors.

@@ -5,7 +5,9 @@
 //! * **Layout** ([`Layout`]): two superblock copies, a mapping region of 4 KiB
 //!   tablet slots sized for the worst case, and the cache region, a circular
 //!   log aligned to a large power of two (so an FTL SSD sees one sequential
-//!   stream). The hybrid's sector is 4 KiB (or the devices' larger sector).
+//!   stream). Data is mapped in 4 KiB units (or the devices' larger
+//!   sector); the host sees the devices' larger sector, and requests that
+//!   cover a unit only in part are read-modify-written.
 //! * **Routing** ([`Router`]): writes of at least `size_threshold` go to the
 //!   HDD; smaller ones too while the sequential-run counter (bytes written
 //!   consecutively, halved by each non-consecutive write) is at least

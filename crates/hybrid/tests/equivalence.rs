@@ -17,12 +17,33 @@ fn spread(sector: u64) -> u64 {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Write { sector: u64, len: u64, fill: u8 },
-    Read { sector: u64, len: u64 },
-    Trim { sector: u64, len: u64 },
+    Write {
+        sector: u64,
+        len: u64,
+        fill: u8,
+    },
+    Read {
+        sector: u64,
+        len: u64,
+    },
+    Trim {
+        sector: u64,
+        len: u64,
+    },
     Flush,
-    Idle { ns: Nanos },
+    Idle {
+        ns: Nanos,
+    },
     Reopen,
+    /// 512-byte granular: `kind` 0 write, 1 read, 2 trim; offset and length
+    /// in 512-byte units from a spread sector.
+    Small {
+        kind: u8,
+        sector: u64,
+        at: u64,
+        n: u64,
+        fill: u8,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -37,6 +58,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Flush),
         2 => (1u64..40_000_000).prop_map(|ns| Op::Idle { ns }),
         1 => Just(Op::Reopen),
+        4 => (0u8..3, 0u64..256, 0u64..8, 1u64..20, any::<u8>())
+            .prop_map(|(kind, sector, at, n, fill)| Op::Small { kind, sector, at, n, fill }),
     ]
 }
 
@@ -104,6 +127,35 @@ fn run(ops: Vec<Op>) -> Result<HybridStats, TestCaseError> {
             }
             Op::Flush => now = now.max(d.flush_at(now).unwrap().end),
             Op::Idle { ns } => now += ns,
+            Op::Small {
+                kind,
+                sector,
+                at,
+                n,
+                fill,
+            } => {
+                let off = spread(sector) * SECTOR + at * 512;
+                let (o, len) = (off as usize, (n * 512) as usize);
+                let c = match kind {
+                    0 => {
+                        let data: Vec<u8> =
+                            (0..len).map(|i| fill ^ ((o + i) % 253) as u8).collect();
+                        model[o..o + len].copy_from_slice(&data);
+                        d.write_at(now, off, &data).unwrap()
+                    }
+                    1 => {
+                        let mut buf = vec![0u8; len];
+                        let c = d.read_at(now, off, &mut buf).unwrap();
+                        prop_assert!(buf == model[o..o + len], "small read at {off} len {len}");
+                        c
+                    }
+                    _ => {
+                        model[o..o + len].fill(0);
+                        d.trim_at(now, off, len as u64).unwrap()
+                    }
+                };
+                now = now.max(c.end);
+            }
             Op::Reopen => {
                 let (ssd, hdd) = dev.take().unwrap().into_devices();
                 let d = HybridDevice::open(ssd, hdd, options()).unwrap();
