@@ -6,6 +6,7 @@ mod hybrid;
 mod kv;
 mod lab;
 mod profile;
+mod profile_path;
 mod replay;
 
 use std::process::ExitCode;
@@ -32,8 +33,8 @@ enum Command {
     /// List the device presets and their parameters.
     Devices(devices::DevicesArgs),
     /// Run access patterns (sequential/random × read/write, 50/50 mix) over
-    /// block sizes on a simulated device and report IOPS, MB/s, latency,
-    /// energy and erases.
+    /// block sizes on a simulated device, or a real file or block device
+    /// (--path), and report IOPS, MB/s, latency, energy and erases.
     Profile(profile::ProfileArgs),
     /// Poke at a key-value store from the shell: put, get, delete, scan, stats
     /// (on a real file, or on a simulated device whose data lives in the file).

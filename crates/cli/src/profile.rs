@@ -1,11 +1,12 @@
-//! `flashkv profile`: access patterns × block sizes on a simulated device.
+//! `flashkv profile`: access patterns × block sizes on a simulated device,
+//! or (`--path`, in [`crate::profile_path`]) on a real file or block device.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use flashkv_device::{parse_size, presets, BlockDevice, DeviceSpec, SimDevice};
-use flashkv_lab::profile::{self, Pattern, ProfileSpec};
+use flashkv_lab::profile::{self, Pattern, ProfileRow, ProfileSpec};
 use flashkv_lab::report::{f, size_label, Table};
 
 use crate::error::{print_json, CliError};
@@ -16,8 +17,15 @@ use crate::error::{print_json, CliError};
 /// energy per operation (µJ) and erases. Each run starts on a fresh device.
 /// On raw NAND a write to a programmed page is an in-place update (read the
 /// erase unit, erase it, rewrite it).
+///
+/// With --path the same runs go to a real file or block device, timed by
+/// the wall clock: O_DIRECT where the file system allows it, --iodepth
+/// threads each with one synchronous request outstanding, a warm-up, and a
+/// budget of --duration seconds or --ops requests per run. A missing file
+/// is created at --span; an existing file that flashkv did not create, or a
+/// block device, is only read unless --force; a mounted device is never written.
 #[derive(Args)]
-#[command(group = clap::ArgGroup::new("target").required(true).args(["device", "spec"]))]
+#[command(group = clap::ArgGroup::new("target").required(true).args(["device", "spec", "path"]))]
 pub struct ProfileArgs {
     /// A device preset (see `flashkv devices`).
     #[arg(long, value_name = "NAME")]
@@ -25,25 +33,40 @@ pub struct ProfileArgs {
     /// A device spec file (TOML; same fields as a preset).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
+    /// A real file or block device to profile (created at --span if missing).
+    #[arg(long, value_name = "FILE_OR_DEVICE")]
+    pub(crate) path: Option<PathBuf>,
+    /// Write even to an existing file flashkv did not create, or to an
+    /// unmounted block device, destroying its contents (--path only).
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Seconds each run lasts (--path only) [default: 5 when --ops is not given].
+    #[arg(long, value_name = "SECONDS", conflicts_with = "ops", value_parser = parse_seconds)]
+    pub(crate) duration: Option<f64>,
+    /// Seconds of the same pattern run unmeasured before each run (--path only) [default: 1].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub(crate) warmup: Option<f64>,
     /// Access patterns: sr (sequential read), rr (random read), sw, rw, mix (50/50 random).
     #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw", value_parser = parse_pattern)]
-    patterns: Vec<Pattern>,
+    pub(crate) patterns: Vec<Pattern>,
     /// Block sizes, e.g. 512,4k,64k,1m (binary multiples).
     #[arg(long, value_delimiter = ',', default_value = "4k,16k,64k,256k,1m", value_parser = parse_block)]
-    block_sizes: Vec<u64>,
-    /// Measured requests per pattern and block size.
-    #[arg(long, default_value_t = 2000)]
-    ops: u64,
-    /// Bytes of the device the requests fall in, from offset 0 [default: the whole device].
+    pub(crate) block_sizes: Vec<u64>,
+    /// Measured requests per pattern and block size [default: 2000 on a
+    /// simulated device].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) ops: Option<u64>,
+    /// Bytes of the device the requests fall in, from offset 0 [default: the
+    /// whole device; for a new --path file 256M].
     #[arg(long, value_parser = parse_span)]
-    span: Option<u64>,
+    pub(crate) span: Option<u64>,
     /// Requests kept outstanding; the device uses what concurrency its model
     /// has (HDD command reordering, NAND channels and dies).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    iodepth: u64,
+    pub(crate) iodepth: u64,
     /// Seed for random offsets: same seed, same numbers.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Print the rows as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -65,7 +88,35 @@ fn parse_span(s: &str) -> Result<u64, String> {
     parse_block(s)
 }
 
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
 pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
+    let (rows, title) = match &a.path {
+        Some(path) => crate::profile_path::run(&a, path)?,
+        None => simulated(&a)?,
+    };
+    if a.json {
+        print_json(&rows)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!("{}", table(title, &rows).text());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
+    if a.duration.is_some() || a.warmup.is_some() || a.force {
+        return Err(CliError::Usage(
+            "--duration, --warmup and --force apply to --path only".into(),
+        ));
+    }
+    let ops = a.ops.unwrap_or(2000);
     let spec = match (&a.device, &a.spec) {
         (Some(name), _) => presets::get(name)?,
         (None, Some(path)) => DeviceSpec::from_file(path)?,
@@ -81,7 +132,7 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
             a.block_sizes.iter().map(move |&block_size| ProfileSpec {
                 pattern,
                 block_size,
-                ops: a.ops,
+                ops,
                 span,
                 iodepth: a.iodepth as usize,
                 seed: a.seed,
@@ -103,23 +154,23 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
     }
     bar.finish_and_clear();
 
-    if a.json {
-        print_json(&rows)?;
-        return Ok(ExitCode::SUCCESS);
-    }
+    let title = format!(
+        "{} — {ops} ops per point, iodepth {}, span {}",
+        spec.name,
+        a.iodepth,
+        size_label(span)
+    );
+    Ok((rows, title))
+}
+
+fn table(title: String, rows: &[ProfileRow]) -> Table {
     let mut t = Table::new(
-        format!(
-            "{} — {} ops per point, iodepth {}, span {}",
-            spec.name,
-            a.ops,
-            a.iodepth,
-            size_label(span)
-        ),
+        title,
         &[
             "pattern", "block", "IOPS", "MB/s", "mean µs", "p99 µs", "µJ/op", "erases",
         ],
     );
-    for r in &rows {
+    for r in rows {
         t.push(vec![
             r.pattern.clone(),
             size_label(r.block_size),
@@ -131,6 +182,5 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
             r.erases.to_string(),
         ]);
     }
-    print!("{}", t.text());
-    Ok(ExitCode::SUCCESS)
+    t
 }

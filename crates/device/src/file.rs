@@ -212,7 +212,7 @@ impl FileDevice {
     }
 
     fn pread(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        if !self.direct {
+        if !self.direct || is_aligned(buf) {
             return self.file.read_exact_at(buf, offset);
         }
         for (i, piece) in buf.chunks_mut(BOUNCE_MAX).enumerate() {
@@ -225,7 +225,7 @@ impl FileDevice {
     }
 
     fn pwrite(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        if !self.direct {
+        if !self.direct || is_aligned(buf) {
             return self.file.write_all_at(buf, offset);
         }
         for (i, piece) in buf.chunks(BOUNCE_MAX).enumerate() {
@@ -261,6 +261,12 @@ fn no_direct(path: &Path, e: &io::Error) -> String {
         "{}: O_DIRECT is not supported here ({e}); using buffered I/O, so the page cache serves repeated reads",
         path.display()
     )
+}
+
+/// Whether O_DIRECT can use `buf` itself, sparing a copy through the bounce
+/// buffer (callers that care, such as the profiler, allocate aligned buffers).
+fn is_aligned(buf: &[u8]) -> bool {
+    buf.as_ptr().align_offset(DIRECT_ALIGN) == 0 && buf.len() % DIRECT_ALIGN == 0
 }
 
 /// A `len`-byte slice of `buf` starting on a [`DIRECT_ALIGN`] boundary,
