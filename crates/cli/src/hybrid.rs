@@ -161,7 +161,7 @@ fn print_human(r: &Report) {
         r.action, r.ssd, r.hdd
     );
     println!(
-        "  capacity        {} ({}-byte sectors)",
+        "  capacity        {} (mapped in {}-byte units)",
         mib(l.capacity),
         l.sector
     );
