@@ -2,41 +2,15 @@
 
 use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos};
 
+use crate::append::Log;
 use crate::error::{HybridError, Result};
 use crate::flush::Budget;
 use crate::layout::Layout;
-use crate::maps::{decode, encode, Maps};
+use crate::maps::{decode, Maps};
 use crate::options::Options;
-use crate::record::{max_extents, Header, Kind};
+use crate::record::{max_extents, Kind};
 use crate::route::{HotReads, Route, Router};
 use crate::stats::{HybridStats, RecoveryReport};
-
-/// The circular log in the cache region, in log positions (sectors counted
-/// from the first append ever; the slot is `pos % cache_sectors`).
-///
-/// `free_tail ≤ dirty_tail ≤ flushed_tail ≤ head ≤ free_tail + cache_sectors`:
-/// `[free_tail, dirty_tail)` is the flushed (clean) zone, `[dirty_tail, head)`
-/// the cached (dirty) zone, the rest free. The flush worker has written
-/// `[dirty_tail, flushed_tail)` back already; the superblock moves
-/// `dirty_tail` up to it only now and then, because on an FTL SSD every
-/// write outside the log breaks its sequential stream. Records never straddle the end of
-/// the region: one that would is placed at the start of the next lap.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Log {
-    pub free_tail: u64,
-    pub dirty_tail: u64,
-    pub flushed_tail: u64,
-    /// Sequence number of the record just before `flushed_tail`.
-    pub flushed_prev_seq: u64,
-    pub head: u64,
-    /// Sequence number of the newest record (the next one's `prev_seq`).
-    pub last_seq: u64,
-    pub next_seq: u64,
-    pub format_id: u64,
-    pub sb_seq: u64,
-    /// `tail_prev_seq` of the durable superblock.
-    pub tail_prev_seq: u64,
-}
 
 /// HeteroDrive: an SSD used as a log-structured write cache and read cache in
 /// front of an HDD, seen as one block device with the HDD's capacity.
@@ -78,26 +52,26 @@ pub struct HybridDevice {
 }
 
 /// Start, end and energy of several device operations making up one.
-struct Span {
+pub(crate) struct Span {
     start: Nanos,
     end: Nanos,
     energy_nj: u64,
 }
 
 impl Span {
-    fn new(at: Nanos) -> Self {
+    pub(crate) fn new(at: Nanos) -> Self {
         Span {
             start: Nanos::MAX,
             end: at,
             energy_nj: 0,
         }
     }
-    fn add(&mut self, c: Completion) {
+    pub(crate) fn add(&mut self, c: Completion) {
         self.start = self.start.min(c.start);
         self.end = self.end.max(c.end);
         self.energy_nj += c.energy_nj;
     }
-    fn done(self, at: Nanos) -> Completion {
+    pub(crate) fn done(self, at: Nanos) -> Completion {
         Completion {
             start: if self.start == Nanos::MAX {
                 at
@@ -196,7 +170,7 @@ impl HybridDevice {
     }
 
     /// Longest record the log takes, in data sectors.
-    fn max_record(&self) -> u64 {
+    pub(crate) fn max_record(&self) -> u64 {
         (self.opts.max_flush_write / self.layout.sector).clamp(1, self.layout.cache_sectors / 8)
     }
 
@@ -244,157 +218,6 @@ impl HybridDevice {
         Ok(())
     }
 
-    /// Drops the oldest record of the flushed zone.
-    fn reclaim_one(&mut self, t: &mut Nanos) -> Result<()> {
-        let c = self.layout.cache_sectors;
-        let pos = self.log.free_tail;
-        let (m, mut io) = mio!(self, *t);
-        match m.record_at(&mut io, pos % c)? {
-            Some(len) => {
-                for slot in pos % c + 1..pos % c + len {
-                    if let Some(home) = decode(m.rev_get(&mut io, slot)?).map(|e| e.value) {
-                        if decode(m.fwd_get(&mut io, home)?).map(|e| e.value) == Some(slot) {
-                            m.fwd_clear(&mut io, home)?;
-                            self.cached_sectors -= 1;
-                        }
-                        m.rev_clear(&mut io, slot)?;
-                    }
-                }
-                m.rev_clear(&mut io, pos % c)?;
-                self.log.free_tail = pos + len;
-            }
-            // The unused end of a lap.
-            None => self.log.free_tail = self.layout.next_boundary(pos).min(self.log.dirty_tail),
-        }
-        *t = io.t;
-        Ok(())
-    }
-
-    /// Finds room for a record of `need` sectors, reclaiming clean space and,
-    /// when `may_flush` and the cache is all dirty, flushing (the caller waits).
-    /// Returns its log position, or `None` if there is no room without flushing.
-    fn reserve(&mut self, t: &mut Nanos, need: u64, may_flush: bool) -> Result<Option<u64>> {
-        let c = self.layout.cache_sectors;
-        loop {
-            let mut pos = self.log.head;
-            if self.realign && !self.layout.on_boundary(pos) {
-                // A write outside the log broke the SSD's sequential stream:
-                // resume it on an erase-block boundary.
-                pos = self.layout.next_boundary(pos);
-            }
-            if pos % c + need > c {
-                pos = (pos / c + 1) * c;
-            }
-            if pos + need <= self.log.free_tail + c {
-                return Ok(Some(pos));
-            }
-            if self.log.free_tail < self.log.dirty_tail {
-                self.reclaim_one(t)?;
-                continue;
-            }
-            if self.log.dirty_tail < self.log.flushed_tail {
-                *t = (*t).max(self.commit((*t).max(self.bg_until))?);
-                self.bg_until = self.bg_until.max(*t);
-                continue;
-            }
-            if !may_flush {
-                return Ok(None);
-            }
-            self.st.stalls += 1;
-            // Only until there is room; the background worker does the rest.
-            let target = c.saturating_sub(2 * need);
-            let before = self.log.flushed_tail;
-            let end = self.flush_work((*t).max(self.bg_until), Budget::Span(target))?;
-            self.bg_until = self.bg_until.max(end);
-            *t = (*t).max(end);
-            if self.log.flushed_tail == before {
-                return Err(HybridError::Layout(
-                    "cache region too small for this write".into(),
-                ));
-            }
-        }
-    }
-
-    /// Appends a record. For data and promotion records `data` holds
-    /// `extents[0].1` sectors for home sector `extents[0].0`, which get mapped
-    /// (dirty for data). Returns `None` if a promotion found no room.
-    fn append(
-        &mut self,
-        t: &mut Nanos,
-        kind: Kind,
-        extents: Vec<(u64, u64)>,
-        data: &[u8],
-    ) -> Result<Option<Completion>> {
-        let s = self.layout.sector;
-        let c = self.layout.cache_sectors;
-        let k = data.len() as u64 / s;
-        let Some(pos) = self.reserve(t, k + 1, kind != Kind::Promote)? else {
-            return Ok(None);
-        };
-        let idx = pos % c;
-        let dirty = kind == Kind::Data;
-        let (m, mut io) = mio!(self, *t);
-        if k > 0 {
-            let home0 = extents[0].0;
-            for i in 0..k {
-                let (home, slot) = (home0 + i, idx + 1 + i);
-                if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
-                    m.rev_clear(&mut io, old.value)?;
-                    self.cached_sectors -= 1;
-                    self.dirty_sectors -= u64::from(old.unflushed());
-                }
-                m.fwd_set(&mut io, home, encode(slot, dirty))?;
-                m.rev_set(&mut io, slot, encode(home, dirty))?;
-                self.cached_sectors += 1;
-                self.dirty_sectors += u64::from(dirty);
-            }
-        }
-        m.set_record(&mut io, idx, k + 1)?;
-        *t = io.t;
-        let header = Header {
-            kind,
-            format_id: self.log.format_id,
-            seq: self.log.next_seq,
-            prev_seq: self.log.last_seq,
-            data_sectors: k,
-            data_crc: crc32c::crc32c(data),
-            extents,
-        };
-        self.log.last_seq = self.log.next_seq;
-        self.log.next_seq += 1;
-        self.log.head = pos + k + 1;
-        self.realign = false;
-        let mut buf = header.encode(s);
-        buf.extend_from_slice(data);
-        Ok(Some(self.ssd.write_at(
-            *t,
-            self.layout.cache_offset(idx),
-            &buf,
-        )?))
-    }
-
-    /// Appends host data for `home`, split into records the log takes.
-    fn append_data(
-        &mut self,
-        t: &mut Nanos,
-        home: u64,
-        data: &[u8],
-        span: &mut Span,
-    ) -> Result<()> {
-        let s = self.layout.sector;
-        let per = (self.max_record() * s) as usize;
-        for (i, chunk) in data.chunks(per).enumerate() {
-            let h = home + (i * per) as u64 / s;
-            let k = chunk.len() as u64 / s;
-            if let Some(c) = self.append(t, Kind::Data, vec![(h, k)], chunk)? {
-                span.add(c);
-            }
-        }
-        self.st.ssd_write_requests += 1;
-        self.st.ssd_write_bytes += data.len() as u64;
-        Ok(())
-    }
-
     /// Whether `home` has a dirty cached copy; a clean one is dropped, since
     /// the caller is about to write the sector on the HDD.
     fn dirty_or_drop(&mut self, t: &mut Nanos, home: u64) -> Result<bool> {
@@ -414,7 +237,7 @@ impl HybridDevice {
     }
 
     /// Writes whole mapping units.
-    fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
+    pub(crate) fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
         let len = buf.len() as u64;
         self.idle_work(at)?;
         let s = self.layout.sector;
@@ -453,7 +276,7 @@ impl HybridDevice {
     }
 
     /// Reads whole mapping units; `host` reads may promote what they read.
-    fn read_inner(
+    pub(crate) fn read_inner(
         &mut self,
         at: Nanos,
         offset: u64,
@@ -518,7 +341,7 @@ impl HybridDevice {
     }
 
     /// Trims whole mapping units.
-    fn trim_inner(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
+    pub(crate) fn trim_inner(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
         self.idle_work(at)?;
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
@@ -560,79 +383,6 @@ impl HybridDevice {
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
         Ok(c)
-    }
-
-    /// The range rounded out to whole mapping units.
-    fn units(&self, offset: u64, len: u64) -> (u64, u64) {
-        let u = self.layout.sector;
-        let a = offset / u * u;
-        (a, (offset + len).div_ceil(u) * u - a)
-    }
-
-    fn read_range(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
-        let (a, n) = self.units(offset, buf.len() as u64);
-        if buf.is_empty() {
-            return Ok(Span::new(at).done(at));
-        }
-        if (a, n) == (offset, buf.len() as u64) {
-            return self.read_inner(at, offset, buf, true);
-        }
-        let mut whole = vec![0u8; n as usize];
-        let c = self.read_inner(at, a, &mut whole, true)?;
-        let from = (offset - a) as usize;
-        buf.copy_from_slice(&whole[from..from + buf.len()]);
-        Ok(c)
-    }
-
-    /// Writes any sector-aligned range: partial units are read first and merged.
-    fn write_range(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
-        let len = buf.len() as u64;
-        let (a, n) = self.units(offset, len);
-        if len == 0 {
-            return Ok(Span::new(at).done(at));
-        }
-        if (a, n) == (offset, len) {
-            return self.write_inner(at, offset, buf);
-        }
-        let u = self.layout.sector as usize;
-        let mut whole = vec![0u8; n as usize];
-        let mut span = Span::new(at);
-        let mut t = at;
-        let head = offset != a;
-        if head {
-            let c = self.read_inner(at, a, &mut whole[..u], false)?;
-            span.add(c);
-            t = t.max(c.end);
-        }
-        let tail = a + n - u as u64;
-        if offset + len != a + n && !(head && tail == a) {
-            let c = self.read_inner(at, tail, &mut whole[n as usize - u..], false)?;
-            span.add(c);
-            t = t.max(c.end);
-        }
-        let from = (offset - a) as usize;
-        whole[from..from + buf.len()].copy_from_slice(buf);
-        span.add(self.write_inner(t, a, &whole)?);
-        Ok(span.done(at))
-    }
-
-    /// Trims whole units inside the range and zeroes the partial ones at its ends.
-    fn trim_range(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
-        let u = self.layout.sector;
-        let end = offset + len;
-        let (lo, hi) = (offset.div_ceil(u) * u, end / u * u);
-        if lo >= hi {
-            return self.write_range(at, offset, &vec![0u8; len as usize]);
-        }
-        let mut span = Span::new(at);
-        span.add(self.trim_inner(at, lo, hi - lo)?);
-        if offset < lo {
-            span.add(self.write_range(at, offset, &vec![0u8; (lo - offset) as usize])?);
-        }
-        if hi < end {
-            span.add(self.write_range(at, hi, &vec![0u8; (end - hi) as usize])?);
-        }
-        Ok(span.done(at))
     }
 }
 

@@ -62,12 +62,14 @@ macro_rules! mio {
     };
 }
 
+mod append;
 mod device;
 mod error;
 mod flush;
 mod layout;
 mod maps;
 mod options;
+mod partial;
 mod record;
 mod recover;
 pub mod replay;

@@ -9,7 +9,8 @@
 
 use flashkv_device::{BlockDevice, Nanos};
 
-use crate::device::{HybridDevice, Log};
+use crate::append::Log;
+use crate::device::HybridDevice;
 use crate::error::{HybridError, Result};
 use crate::layout::{Layout, Superblock};
 use crate::maps::{decode, encode};

@@ -1,0 +1,191 @@
+//! The circular log in the cache region: finding room (reclaiming clean
+//! records, or waiting for the flush worker) and appending records.
+
+use flashkv_device::{Completion, Nanos};
+
+use crate::device::{HybridDevice, Span};
+use crate::error::{HybridError, Result};
+use crate::flush::Budget;
+use crate::maps::{decode, encode};
+use crate::record::{Header, Kind};
+
+/// The circular log in the cache region, in log positions (sectors counted
+/// from the first append ever; the slot is `pos % cache_sectors`).
+///
+/// `free_tail ≤ dirty_tail ≤ flushed_tail ≤ head ≤ free_tail + cache_sectors`:
+/// `[free_tail, dirty_tail)` is the flushed (clean) zone, `[dirty_tail, head)`
+/// the cached (dirty) zone, the rest free. The flush worker has written
+/// `[dirty_tail, flushed_tail)` back already; the superblock moves
+/// `dirty_tail` up to it only now and then, because on an FTL SSD every
+/// write outside the log breaks its sequential stream. Records never
+/// straddle the end of the region: one that would is placed at the start of
+/// the next lap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Log {
+    pub free_tail: u64,
+    pub dirty_tail: u64,
+    pub flushed_tail: u64,
+    /// Sequence number of the record just before `flushed_tail`.
+    pub flushed_prev_seq: u64,
+    pub head: u64,
+    /// Sequence number of the newest record (the next one's `prev_seq`).
+    pub last_seq: u64,
+    pub next_seq: u64,
+    pub format_id: u64,
+    pub sb_seq: u64,
+    /// `tail_prev_seq` of the durable superblock.
+    pub tail_prev_seq: u64,
+}
+
+impl HybridDevice {
+    /// Drops the oldest record of the flushed zone.
+    fn reclaim_one(&mut self, t: &mut Nanos) -> Result<()> {
+        let c = self.layout.cache_sectors;
+        let pos = self.log.free_tail;
+        let (m, mut io) = mio!(self, *t);
+        match m.record_at(&mut io, pos % c)? {
+            Some(len) => {
+                for slot in pos % c + 1..pos % c + len {
+                    if let Some(home) = decode(m.rev_get(&mut io, slot)?).map(|e| e.value) {
+                        if decode(m.fwd_get(&mut io, home)?).map(|e| e.value) == Some(slot) {
+                            m.fwd_clear(&mut io, home)?;
+                            self.cached_sectors -= 1;
+                        }
+                        m.rev_clear(&mut io, slot)?;
+                    }
+                }
+                m.rev_clear(&mut io, pos % c)?;
+                self.log.free_tail = pos + len;
+            }
+            // The unused end of a lap.
+            None => self.log.free_tail = self.layout.next_boundary(pos).min(self.log.dirty_tail),
+        }
+        *t = io.t;
+        Ok(())
+    }
+
+    /// Finds room for a record of `need` sectors, reclaiming clean space and,
+    /// when `may_flush` and the cache is all dirty, flushing (the caller waits).
+    /// Returns its log position, or `None` if there is no room without flushing.
+    fn reserve(&mut self, t: &mut Nanos, need: u64, may_flush: bool) -> Result<Option<u64>> {
+        let c = self.layout.cache_sectors;
+        loop {
+            let mut pos = self.log.head;
+            if self.realign && !self.layout.on_boundary(pos) {
+                // A write outside the log broke the SSD's sequential stream:
+                // resume it on an erase-block boundary.
+                pos = self.layout.next_boundary(pos);
+            }
+            if pos % c + need > c {
+                pos = (pos / c + 1) * c;
+            }
+            if pos + need <= self.log.free_tail + c {
+                return Ok(Some(pos));
+            }
+            if self.log.free_tail < self.log.dirty_tail {
+                self.reclaim_one(t)?;
+                continue;
+            }
+            if self.log.dirty_tail < self.log.flushed_tail {
+                *t = (*t).max(self.commit((*t).max(self.bg_until))?);
+                self.bg_until = self.bg_until.max(*t);
+                continue;
+            }
+            if !may_flush {
+                return Ok(None);
+            }
+            self.st.stalls += 1;
+            // Only until there is room; the background worker does the rest.
+            let target = c.saturating_sub(2 * need);
+            let before = self.log.flushed_tail;
+            let end = self.flush_work((*t).max(self.bg_until), Budget::Span(target))?;
+            self.bg_until = self.bg_until.max(end);
+            *t = (*t).max(end);
+            if self.log.flushed_tail == before {
+                return Err(HybridError::Layout(
+                    "cache region too small for this write".into(),
+                ));
+            }
+        }
+    }
+
+    /// Appends a record. For data and promotion records `data` holds
+    /// `extents[0].1` sectors for home sector `extents[0].0`, which get mapped
+    /// (dirty for data). Returns `None` if a promotion found no room.
+    pub(crate) fn append(
+        &mut self,
+        t: &mut Nanos,
+        kind: Kind,
+        extents: Vec<(u64, u64)>,
+        data: &[u8],
+    ) -> Result<Option<Completion>> {
+        let s = self.layout.sector;
+        let c = self.layout.cache_sectors;
+        let k = data.len() as u64 / s;
+        let Some(pos) = self.reserve(t, k + 1, kind != Kind::Promote)? else {
+            return Ok(None);
+        };
+        let idx = pos % c;
+        let dirty = kind == Kind::Data;
+        let (m, mut io) = mio!(self, *t);
+        if k > 0 {
+            let home0 = extents[0].0;
+            for i in 0..k {
+                let (home, slot) = (home0 + i, idx + 1 + i);
+                if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
+                    m.rev_clear(&mut io, old.value)?;
+                    self.cached_sectors -= 1;
+                    self.dirty_sectors -= u64::from(old.unflushed());
+                }
+                m.fwd_set(&mut io, home, encode(slot, dirty))?;
+                m.rev_set(&mut io, slot, encode(home, dirty))?;
+                self.cached_sectors += 1;
+                self.dirty_sectors += u64::from(dirty);
+            }
+        }
+        m.set_record(&mut io, idx, k + 1)?;
+        *t = io.t;
+        let header = Header {
+            kind,
+            format_id: self.log.format_id,
+            seq: self.log.next_seq,
+            prev_seq: self.log.last_seq,
+            data_sectors: k,
+            data_crc: crc32c::crc32c(data),
+            extents,
+        };
+        self.log.last_seq = self.log.next_seq;
+        self.log.next_seq += 1;
+        self.log.head = pos + k + 1;
+        self.realign = false;
+        let mut buf = header.encode(s);
+        buf.extend_from_slice(data);
+        Ok(Some(self.ssd.write_at(
+            *t,
+            self.layout.cache_offset(idx),
+            &buf,
+        )?))
+    }
+
+    /// Appends host data for `home`, split into records the log takes.
+    pub(crate) fn append_data(
+        &mut self,
+        t: &mut Nanos,
+        home: u64,
+        data: &[u8],
+        span: &mut Span,
+    ) -> Result<()> {
+        let s = self.layout.sector;
+        let per = (self.max_record() * s) as usize;
+        for (i, chunk) in data.chunks(per).enumerate() {
+            let h = home + (i * per) as u64 / s;
+            let k = chunk.len() as u64 / s;
+            if let Some(c) = self.append(t, Kind::Data, vec![(h, k)], chunk)? {
+                span.add(c);
+            }
+        }
+        self.st.ssd_write_requests += 1;
+        self.st.ssd_write_bytes += data.len() as u64;
+        Ok(())
+    }
+}
