@@ -2,6 +2,7 @@
 //! documents' tables, and the reports (tables, JSON, CSV, Markdown, plots)
 //! they write.
 
+pub mod advisor;
 pub mod buffer;
 pub mod ipl;
 pub mod lab;

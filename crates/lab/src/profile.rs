@@ -18,7 +18,7 @@ use std::fmt;
 
 use flashkv_device::{update_in_place, BlockDevice, Completion, DeviceError, Nanos, QueuedIo};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An access pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -84,7 +84,7 @@ pub struct ProfileSpec {
 }
 
 /// What a run measured. Field names are the JSON row format.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ProfileRow {
     pub device: String,
     pub pattern: String,
