@@ -165,8 +165,10 @@ impl HybridDevice {
         st
     }
 
-    pub(crate) fn set_recovery(&mut self, r: RecoveryReport) {
+    /// Records what recovery did; the device is usable from its end on.
+    pub(crate) fn set_recovery(&mut self, r: RecoveryReport, end: Nanos) {
         self.st.recovery = Some(r);
+        self.clock = self.clock.max(end);
     }
 
     /// Longest record the log takes, in data sectors.

@@ -122,8 +122,9 @@ impl HybridDevice {
         };
         let mut dev = HybridDevice::assemble(ssd, hdd, layout, opts, log)?;
         let mut report = dev.replay(t)?;
-        report.time_ns = dev.bg_until.max(t) - start;
-        dev.set_recovery(report);
+        let end = dev.bg_until.max(t);
+        report.time_ns = end - start;
+        dev.set_recovery(report, end);
         Ok(dev)
     }
 
