@@ -1,5 +1,6 @@
 //! `flashkv`: the lab, device presets, the profiler and the key-value shell.
 
+mod advise;
 mod devices;
 mod error;
 mod hybrid;
@@ -36,6 +37,9 @@ enum Command {
     /// block sizes on a simulated device, or a real file or block device
     /// (--path), and report IOPS, MB/s, latency, energy and erases.
     Profile(profile::ProfileArgs),
+    /// Advise on block sizes per access pattern, the scan-versus-random
+    /// breakeven and the five-minute rule, for a device model or a profile.
+    Advise(advise::AdviseArgs),
     /// Poke at a key-value store from the shell: put, get, delete, scan, stats
     /// (on a real file, or on a simulated device whose data lives in the file).
     Kv(kv::KvArgs),
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         Command::Lab(a) => lab::run(a),
         Command::Devices(a) => devices::run(a),
         Command::Profile(a) => profile::run(a),
+        Command::Advise(a) => advise::run(a),
         Command::Kv(a) => return kv::run(a),
         Command::Hybrid(a) => return hybrid::run(a),
         Command::Replay(a) => return replay::run(a),
