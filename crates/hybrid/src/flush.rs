@@ -1,17 +1,19 @@
-//! The flush worker (HeteroDrive §3.2). A round takes the records from the
-//! dirty tail up to `round_bytes` of log and sorts their dirty sectors by home
-//! sector; the worker then issues them to the HDD in increasing sector order,
-//! merging neighbours into writes of up to `max_flush_write`, one write per
-//! step, so it can stop whenever its time is up and continue later.
+//! The flush worker (HeteroDrive §3.2). A round takes the records after the
+//! last completed round, up to `round_bytes` of log, and sorts their dirty
+//! sectors by home sector; the worker then issues them to the HDD in
+//! increasing sector order, merging neighbours into writes of up to
+//! `max_flush_write`, one write per step, so it can stop whenever its time is
+//! up and continue later. The data comes from one read of the whole round or
+//! from reads of each write's sectors, whichever the SSD serves faster.
 //!
 //! A sector written back is marked flushed but stays dirty (recovery would
 //! still replay it, and new writes to it stay in the cache) until a commit:
 //! both devices are made durable (the HDD for what was written back, the SSD
 //! for the newer records of sectors the worker skipped as superseded), then a
-//! superblock moves the durable tail past the
-//! rounds completed so far and their sectors become clean. The log is only
-//! ever released behind durable data. Commits happen when an eighth of the
-//! cache has been written back, when a write needs the space, and on drain.
+//! superblock moves the durable tail past the rounds completed so far and
+//! their sectors become clean. The log is only ever released behind durable
+//! data. Commits happen when an eighth of the cache has been written back,
+//! when a write needs the space, and on drain.
 
 use flashkv_device::Nanos;
 
@@ -108,7 +110,7 @@ impl HybridDevice {
         Ok(end)
     }
 
-    /// Collects the next round from the dirty tail.
+    /// Collects the next round, after the last completed one.
     fn gather(&mut self, t: &mut Nanos) -> Result<Round> {
         let c = self.layout.cache_sectors;
         let limit = (self.opts.round_bytes / self.layout.sector).max(1);
