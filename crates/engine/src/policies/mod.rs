@@ -108,6 +108,26 @@ mod tests {
         }
         assert!(policy_by_name("mru").is_none());
     }
+
+    #[test]
+    fn every_policy_skips_pinned_pages() {
+        use super::sim::Fake;
+        for name in POLICY_NAMES {
+            let mut p = policy_by_name(name).unwrap()(4);
+            let mut f = Fake {
+                resident: (0..4).collect(),
+                dirty: [0, 1].into(),
+                pinned: [0, 1, 3].into(),
+                per_unit: 2,
+            };
+            for page in 0..4 {
+                p.admit(page);
+            }
+            assert_eq!(p.victim(&f), Some(2), "{name}");
+            f.pinned.insert(2);
+            assert_eq!(p.victim(&f), None, "{name}");
+        }
+    }
 }
 
 #[cfg(test)]
