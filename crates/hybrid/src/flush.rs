@@ -70,6 +70,8 @@ impl ReadCosts {
 
 /// Reads at least this long teach the sequential cost.
 const SEQ_SAMPLE: u64 = 256 << 10;
+/// Smallest round gathered in idle time.
+const MIN_IDLE_ROUND: u64 = 1 << 20;
 
 impl HybridDevice {
     /// Runs the worker from `start` within `budget`; returns when its last
@@ -92,7 +94,13 @@ impl HybridDevice {
             let round = match self.round.take() {
                 Some(r) => r,
                 None if self.log.flushed_tail == self.log.head => break,
-                None => self.gather(&mut ssd_t)?,
+                None => {
+                    let deadline = match budget {
+                        Budget::Until(d) => Some(d),
+                        _ => None,
+                    };
+                    self.gather(&mut ssd_t, deadline)?
+                }
             };
             did = true;
             if round.next < round.todo.len() {
@@ -110,11 +118,20 @@ impl HybridDevice {
         Ok(end)
     }
 
-    /// Collects the next round, after the last completed one.
-    fn gather(&mut self, t: &mut Nanos) -> Result<Round> {
+    /// Collects the next round, after the last completed one. In idle time
+    /// (`deadline`) the round is cut so that reading it whole would take at
+    /// most half the time left, leaving the rest for writing it back.
+    fn gather(&mut self, t: &mut Nanos, deadline: Option<Nanos>) -> Result<Round> {
         let c = self.layout.cache_sectors;
-        let limit = (self.opts.round_bytes / self.layout.sector).max(1);
+        let s = self.layout.sector;
         let first = self.log.flushed_tail;
+        self.probe(t, first)?;
+        let mut limit = self.opts.round_bytes;
+        if let (Some(d), Some(cost)) = (deadline, self.costs.seq_ns_per_byte) {
+            let fits = (d.saturating_sub(*t) as f64 / 2.0 / cost.max(1e-3)) as u64;
+            limit = limit.min(fits.max(MIN_IDLE_ROUND));
+        }
+        let limit = (limit / s).max(1);
         let (m, mut io) = mio!(self, *t);
         let mut recs = Vec::new();
         let mut end = first;
@@ -128,7 +145,6 @@ impl HybridDevice {
                 None => end = self.layout.next_boundary(end).min(self.log.head),
             }
         }
-        let s = self.layout.sector;
         let mut todo = Vec::new();
         let mut at = 0usize;
         for &(pos, len) in &recs {
@@ -152,7 +168,7 @@ impl HybridDevice {
             buf: Vec::new(),
             ready: *t,
         };
-        if self.read_whole(&round, t)? {
+        if self.read_whole(&round) {
             self.read_round(&mut round, t)?;
         } else {
             round.todo.iter_mut().for_each(|x| x.2 = None);
@@ -160,37 +176,39 @@ impl HybridDevice {
         Ok(round)
     }
 
-    /// Whether reading the round whole is cheaper than reading its dirty
-    /// sectors one by one; probes the SSD the first time.
-    fn read_whole(&mut self, round: &Round, t: &mut Nanos) -> Result<bool> {
+    /// Learns the SSD's read costs the first time, reading at the log
+    /// position `pos` (which holds a record).
+    fn probe(&mut self, t: &mut Nanos, pos: u64) -> Result<()> {
         let s = self.layout.sector;
         let c = self.layout.cache_sectors;
-        let Some(&(_, slot, _)) = round.todo.first() else {
-            return Ok(false);
-        };
         if self.costs.sector_ns.is_none() {
             let mut b = vec![0u8; s as usize];
             let r = self
                 .ssd
-                .read_at(*t, self.layout.cache_offset(slot), &mut b)?;
+                .read_at(*t, self.layout.cache_offset(pos % c), &mut b)?;
             *t = (*t).max(r.end);
             ReadCosts::learn(&mut self.costs.sector_ns, (r.end - r.start) as f64);
         }
         if self.costs.seq_ns_per_byte.is_none() {
-            let pos = round.recs[0].0 % c;
-            let n = (SEQ_SAMPLE / s).min(c - pos);
+            let n = (SEQ_SAMPLE / s).min(c - pos % c);
             let mut b = vec![0u8; (n * s) as usize];
             let r = self
                 .ssd
-                .read_at(*t, self.layout.cache_offset(pos), &mut b)?;
+                .read_at(*t, self.layout.cache_offset(pos % c), &mut b)?;
             *t = (*t).max(r.end);
             let per_byte = (r.end - r.start) as f64 / b.len() as f64;
             ReadCosts::learn(&mut self.costs.seq_ns_per_byte, per_byte);
         }
-        let span: u64 = round.recs.iter().map(|r| r.1 * s).sum();
+        Ok(())
+    }
+
+    /// Whether reading the round whole is cheaper than reading its dirty
+    /// sectors one by one.
+    fn read_whole(&self, round: &Round) -> bool {
+        let span: u64 = round.recs.iter().map(|r| r.1 * self.layout.sector).sum();
         let whole = span as f64 * self.costs.seq_ns_per_byte.unwrap_or(0.0);
         let sectors = round.todo.len() as f64 * self.costs.sector_ns.unwrap_or(0.0);
-        Ok(whole < sectors)
+        !round.todo.is_empty() && whole < sectors
     }
 
     /// Reads the round's records into its buffer, one read per run of adjacent records.
