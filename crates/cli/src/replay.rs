@@ -36,6 +36,13 @@ pub struct ReplayArgs {
     /// Issue each request when the previous one completes.
     #[arg(long)]
     back_to_back: bool,
+    /// Hybrid: promote a 4 KiB block into the SSD cache after this many small
+    /// random HDD reads of it; 0 turns promotion off.
+    #[arg(long, value_name = "N", default_value_t = Options::default().promote_after)]
+    promote_after: u32,
+    /// Hybrid: memory for resident mapping tablets (e.g. 64m).
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    memory_limit: Option<u64>,
     /// Replay only the first N records.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
@@ -125,8 +132,14 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
                     "--hybrid takes SSD,HDD (two presets), got '{pair}'"
                 )));
             };
-            let mut dev = HybridDevice::create(preset(s)?, preset(h)?, Options::default())
-                .map_err(hybrid_error)?;
+            let opts = Options {
+                promote: a.promote_after > 0,
+                promote_after: a.promote_after.max(1),
+                memory_limit: a.memory_limit.unwrap_or(Options::default().memory_limit),
+                ..Options::default()
+            };
+            let mut dev =
+                HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
             let report = replay(&mut dev, &records, timing).map_err(failed)?;
             let (ssd, hdd) = dev.devices();
             Output {
@@ -147,6 +160,10 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         print_human(&out);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    flashkv_device::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn timing_name(t: Timing) -> &'static str {
