@@ -43,7 +43,7 @@ pub struct AdviseArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
     iodepth: u64,
     /// Requests per simulated point.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
     ops: u64,
     /// Price of the device in USD (five-minute rule).
     #[arg(long, default_value_t = 100.0, value_parser = parse_price)]
@@ -112,6 +112,7 @@ fn modelled(
 ) -> Result<(Vec<ProfileRow>, DeviceClass), CliError> {
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.set_message(format!("profiling {} in simulation", spec.name));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
     let rows = advisor::profile_model(&spec, o)?;
     spinner.finish_and_clear();
     Ok((rows, DeviceClass::of_model(&spec.model)))

@@ -40,12 +40,15 @@ enum Name {
     Ipl,
     /// Buffer replacement policies (LRU, CLOCK, CFLRU, CFDC, LRU-WSR, FAB, ARC) on nand-ipl and nvme.
     Buffer,
+    /// The advisor on every preset: best block size per pattern beside seed 000's Algorithm 1, scan breakeven, five-minute rule.
+    Advisor,
 }
 
 impl Name {
     fn experiment(self) -> Experiment {
         match self {
             Name::Seed004 => Experiment::Seed004,
+            Name::Advisor => Experiment::Advisor,
             Name::Ipl => Experiment::Ipl,
             Name::Buffer => Experiment::Buffer,
         }

@@ -46,7 +46,7 @@ impl Default for AdviceOptions {
             page_size: 4096,
             file_size: None,
             iodepth: 32,
-            ops: 1000,
+            ops: 300,
             device_usd: 100.0,
             ram_usd_per_gb: 3.0,
             seed: 1,

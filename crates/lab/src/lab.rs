@@ -51,14 +51,22 @@ pub enum Experiment {
     Ipl,
     /// Buffer replacement policies on flash.
     Buffer,
+    /// The block-size advisor's answers for every preset.
+    Advisor,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 3] = [Experiment::Seed004, Experiment::Ipl, Experiment::Buffer];
+    pub const ALL: [Experiment; 4] = [
+        Experiment::Seed004,
+        Experiment::Ipl,
+        Experiment::Buffer,
+        Experiment::Advisor,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Seed004 => "seed004",
+            Experiment::Advisor => "advisor",
             Experiment::Ipl => "ipl",
             Experiment::Buffer => "buffer",
         }
@@ -67,6 +75,7 @@ impl Experiment {
     pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
         match self {
             Experiment::Seed004 => crate::seed004::run(opts),
+            Experiment::Advisor => crate::advisor_lab::run(opts),
             Experiment::Ipl => crate::ipl::run(opts),
             Experiment::Buffer => crate::buffer::run(opts),
         }
@@ -79,6 +88,8 @@ pub enum LabError {
     Device(#[from] DeviceError),
     #[error(transparent)]
     Profile(#[from] ProfileError),
+    #[error(transparent)]
+    Advice(#[from] crate::advisor::AdviceError),
     #[error(transparent)]
     Engine(#[from] flashkv_engine::Error),
     #[error("cannot write {0}: {1}")]

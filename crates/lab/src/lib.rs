@@ -3,6 +3,7 @@
 //! they write.
 
 pub mod advisor;
+mod advisor_lab;
 pub mod buffer;
 pub mod ipl;
 pub mod lab;
