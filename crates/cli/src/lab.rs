@@ -42,6 +42,8 @@ enum Name {
     Buffer,
     /// The advisor on every preset: best block size per pattern beside seed 000's Algorithm 1, scan breakeven, five-minute rule.
     Advisor,
+    /// Seed 003: TPC-C-like OLTP on hdd-7200, ssd-lowend and HeteroDrive (the SSD in front of the HDD).
+    Hybrid,
 }
 
 impl Name {
@@ -51,6 +53,7 @@ impl Name {
             Name::Advisor => Experiment::Advisor,
             Name::Ipl => Experiment::Ipl,
             Name::Buffer => Experiment::Buffer,
+            Name::Hybrid => Experiment::Hybrid,
         }
     }
 }

@@ -53,14 +53,17 @@ pub enum Experiment {
     Buffer,
     /// The block-size advisor's answers for every preset.
     Advisor,
+    /// Seed 003's TPC-C run on an HDD, an SSD and the hybrid of the two.
+    Hybrid,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 5] = [
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
         Experiment::Advisor,
+        Experiment::Hybrid,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +72,7 @@ impl Experiment {
             Experiment::Advisor => "advisor",
             Experiment::Ipl => "ipl",
             Experiment::Buffer => "buffer",
+            Experiment::Hybrid => "hybrid",
         }
     }
 
@@ -78,6 +82,7 @@ impl Experiment {
             Experiment::Advisor => crate::advisor_lab::run(opts),
             Experiment::Ipl => crate::ipl::run(opts),
             Experiment::Buffer => crate::buffer::run(opts),
+            Experiment::Hybrid => crate::hybrid::run(opts),
         }
     }
 }

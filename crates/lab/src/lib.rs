@@ -5,8 +5,10 @@
 pub mod advisor;
 mod advisor_lab;
 pub mod buffer;
+pub mod hybrid;
 pub mod ipl;
 pub mod lab;
+pub mod oltp;
 pub mod profile;
 pub mod real;
 pub mod report;
