@@ -11,8 +11,8 @@
 use std::path::Path;
 use std::process::Command;
 
-const ROUNDS: usize = 5;
-const MORE_ROUNDS: usize = 6;
+const ROUNDS: usize = 3;
+const MORE_ROUNDS: usize = 4;
 /// Measured and warm-up time of each run, in milliseconds.
 const RUN_MS: u64 = 400;
 const WARMUP_MS: u64 = 100;

@@ -44,10 +44,13 @@ pub fn run(
     progress: &(dyn Fn(f64) + Sync),
 ) -> Result<ProfileRow, ProfileError> {
     validate(devs, spec)?;
+    // Sequential runs go on from where the warm-up stopped, as fio's ramp
+    // does, rather than rewriting blocks the warm-up has just written.
+    let cursor = AtomicU64::new(0);
     if !spec.warmup.is_zero() {
-        phase(devs, spec, Budget::Time(spec.warmup), &|_| {})?;
+        phase(devs, spec, Budget::Time(spec.warmup), &cursor, &|_| {})?;
     }
-    let (mut lat, elapsed) = phase(devs, spec, spec.budget, progress)?;
+    let (mut lat, elapsed) = phase(devs, spec, spec.budget, &cursor, progress)?;
     if spec.pattern.writes() {
         // Outside the timing, as fio ends a direct-I/O job without fsync.
         devs[0].flush()?;
@@ -111,17 +114,17 @@ fn phase(
     devs: &mut [FileDevice],
     spec: &RealSpec,
     budget: Budget,
+    next_seq: &AtomicU64,
     progress: &(dyn Fn(f64) + Sync),
 ) -> Result<(Vec<u64>, Duration), ProfileError> {
     let claimed = AtomicU64::new(0);
-    let next_seq = AtomicU64::new(0);
     let start = Instant::now();
     let results: Vec<Result<Vec<u64>, ProfileError>> = std::thread::scope(|s| {
         let handles: Vec<_> = devs
             .iter_mut()
             .enumerate()
             .map(|(i, dev)| {
-                let (claimed, next_seq) = (&claimed, &next_seq);
+                let claimed = &claimed;
                 let report = (i == 0).then_some(progress);
                 s.spawn(move || {
                     let w = Worker {
