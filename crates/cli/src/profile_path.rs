@@ -81,9 +81,16 @@ pub fn run(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
 
 fn target_error(e: TargetError) -> CliError {
     use flashkv_device::DeviceError;
+    use std::io::ErrorKind;
     match e {
-        // A mounted block device refused for writing is the user's to fix.
-        TargetError::Device(DeviceError::Io(e)) if e.kind() == std::io::ErrorKind::ResourceBusy => {
+        // A missing directory, no permission, or a mounted block device
+        // refused for writing: the user's to fix.
+        TargetError::Device(DeviceError::Io(e))
+            if matches!(
+                e.kind(),
+                ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::ResourceBusy
+            ) =>
+        {
             CliError::Usage(e.to_string())
         }
         TargetError::Device(d) => d.into(),

@@ -122,6 +122,25 @@ fn bad_path_options_are_usage_errors() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = dir.path().join("x.bin");
     let path = path.to_str().unwrap();
+    let missing_dir = dir.path().join("no/such/dir.bin");
+    assert_refused(
+        &flashkv(&[
+            "profile",
+            "--path",
+            missing_dir.to_str().unwrap(),
+            "--ops",
+            "5",
+        ]),
+        "No such file or directory",
+    );
+    assert_refused(
+        &flashkv(&["profile", "--path", path, "--span", "1000", "--ops", "5"]),
+        "not a positive multiple of 4096",
+    );
+    assert!(
+        !std::path::Path::new(path).exists(),
+        "a refused span creates nothing"
+    );
     assert_refused(
         &flashkv(&["profile", "--device", "nvme", "--duration", "1"]),
         "apply to --path only",

@@ -56,6 +56,8 @@ pub struct Target {
 pub enum TargetError {
     #[error("{0}: exists and was not created by flashkv profile; refusing to write to it (pass --force to overwrite it, or profile read patterns only)")]
     NotOurs(PathBuf),
+    #[error("span {0} is not a positive multiple of {HEADER} bytes")]
+    BadSpan(u64),
     #[error("{0}: not a regular file or block device")]
     NotAFile(PathBuf),
     #[error("{path}: span {span} is larger than its {capacity} bytes")]
@@ -129,6 +131,10 @@ impl Target {
 /// Creates (`have` = 0) or extends an own file to hold `span` bytes after the
 /// header, writing the header and the new part of the span.
 fn lay_out(path: &Path, opts: &TargetOptions, span: u64, have: u64) -> Result<Target, TargetError> {
+    // Checked before anything is created: O_DIRECT moves whole 4 KiB blocks.
+    if span == 0 || span % HEADER != 0 {
+        return Err(TargetError::BadSpan(span));
+    }
     let total = HEADER + span;
     let mut dev = FileDevice::open(path, &file_options(opts, total, false))?;
     if have < span {
@@ -241,5 +247,9 @@ mod tests {
         assert!(!t.read_only);
         let e = prepare(&p, &opts(2 << 20, false, false)).unwrap_err();
         assert!(matches!(e, TargetError::TooSmall { .. }), "{e}");
+        let fresh = dir.path().join("fresh");
+        let e = prepare(&fresh, &opts(1000, true, false)).unwrap_err();
+        assert!(matches!(e, TargetError::BadSpan(1000)), "{e}");
+        assert!(!fresh.exists());
     }
 }
