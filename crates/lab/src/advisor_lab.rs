@@ -94,3 +94,33 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
         json: serde_json::to_value(&all).map_err(|e| LabError::Data(e.to_string()))?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_one_advice_per_preset_and_holds_seed_002s_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = LabOptions {
+            quick: true,
+            out: dir.path().to_path_buf(),
+            seed: 1,
+            on_progress: Box::new(|_| {}),
+        };
+        let s = run(&opts).unwrap();
+        let all = s.json.as_array().unwrap();
+        assert_eq!(all.len(), presets::all().len());
+        let csv = std::fs::read_to_string(dir.path().join("advisor/advisor.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + 4 * all.len());
+        assert!(dir.path().join("advisor/advisor.json").exists());
+        let breakeven = |name: &str| {
+            all.iter().find(|a| a["device"] == name).unwrap()["breakeven_fraction"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(breakeven("hdd-7200") < 0.05 && breakeven("hdd-15k") < 0.05);
+        assert!(breakeven("ssd-320") > 0.5);
+        assert!(s.text.contains("hdd-15k") && s.markdown.starts_with("## Advisor"));
+    }
+}
