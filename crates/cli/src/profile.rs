@@ -90,7 +90,7 @@ fn parse_span(s: &str) -> Result<u64, String> {
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 && v <= 86_400.0 => Ok(v),
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
         _ => Err(format!(
             "'{s}' is not a number of seconds between 0 and 86400"
         )),
