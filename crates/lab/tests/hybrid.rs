@@ -9,12 +9,12 @@ fn small() -> Size {
     Size {
         scale: Scale {
             warehouses: 1,
-            customers: 100,
-            items: 2000,
+            customers: 1000,
+            items: 30_000,
         },
         buffer_fraction: 0.05,
-        warmup: 100,
-        transactions: 400,
+        warmup: 300,
+        transactions: 600,
     }
 }
 
@@ -35,7 +35,7 @@ fn hybrid_beats_the_seeds_ratios() {
 #[test]
 fn rows_count_what_the_devices_served() {
     let r = measure(Config::Hybrid, small(), 3).unwrap();
-    assert_eq!(r.row.transactions, 400);
+    assert_eq!(r.row.transactions, small().transactions);
     let served: usize = r
         .devices
         .iter()
