@@ -88,7 +88,11 @@ fn fio_iops(file: &Path, rw: &str, bs: &str, qd: usize) -> f64 {
     job["read"]["iops"].as_f64().unwrap() + job["write"]["iops"].as_f64().unwrap()
 }
 
+// A wall-clock comparison: it measures this machine's storage, so it is not
+// part of the default suite (timing claims are not asserted in tests that
+// must pass on a loaded CI machine). Run it with --ignored; see README.
 #[test]
+#[ignore = "wall-clock comparison with fio: cargo test --release -p flashkv --test fio -- --ignored --nocapture"]
 fn iops_agree_with_fio_within_15_percent() {
     if Command::new("fio").arg("--version").output().is_err() {
         println!("skipped: fio is not installed (apt-get install fio)");
