@@ -1,0 +1,36 @@
+//! `flashkv lab hybrid --quick --json`: the rows on stdout and the
+//! files in the results folder.
+
+use std::process::Command;
+
+#[test]
+fn lab_hybrid_writes_rows_files_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let o = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["lab", "hybrid", "--quick", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["hybrid"].as_array().unwrap();
+    let configs: Vec<_> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
+    assert_eq!(configs, ["hdd", "ssd", "hybrid"]);
+    for r in rows {
+        assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r.as_object().unwrap().len(), 6, "{r}");
+    }
+    for f in [
+        "summary.md",
+        "hybrid/rows.json",
+        "hybrid/rows.csv",
+        "hybrid/pattern_original.svg",
+        "hybrid/pattern_hybrid_ssd.svg",
+        "hybrid/pattern_hybrid_hdd.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} not written");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Hybrid / HDD"), "{summary}");
+}
