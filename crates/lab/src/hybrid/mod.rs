@@ -149,7 +149,8 @@ fn load(
 
 /// Runs the workload on one configuration with `ssd-lowend` as the SSD.
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
-    measure_on(config, size, seed, &presets::get("ssd-lowend")?)
+    let hybrid = flashkv_hybrid::Options::default();
+    measure_on(config, size, seed, &presets::get("ssd-lowend")?, &hybrid)
 }
 
 /// `ssd-lowend` merging 2 MiB blocks instead of 8 MiB: random writes about
@@ -164,12 +165,14 @@ pub fn smaller_blocks() -> Result<DeviceSpec, LabError> {
     Ok(spec)
 }
 
-/// Runs the workload on one configuration with `ssd` as the SSD.
+/// Runs the workload on one configuration with `ssd` as the SSD and the
+/// hybrid's `policy`.
 pub fn measure_on(
     config: Config,
     size: Size,
     seed: u64,
     ssd: &DeviceSpec,
+    policy: &flashkv_hybrid::Options,
 ) -> Result<Run, LabError> {
     let home = match config {
         Config::Ssd => SimDevice::new(ssd)?,
@@ -185,12 +188,8 @@ pub fn measure_on(
         Config::Hybrid => {
             let (ssd, ssd_trace) = Recorder::new(Box::new(SimDevice::new(ssd)?));
             traces.insert(0, ("ssd", ssd_trace));
-            let h = HybridDevice::create(
-                Box::new(ssd),
-                Box::new(home),
-                flashkv_hybrid::Options::default(),
-            )
-            .map_err(DeviceError::from)?;
+            let h = HybridDevice::create(Box::new(ssd), Box::new(home), policy.clone())
+                .map_err(DeviceError::from)?;
             let h = Shared::new(h);
             (
                 Shared::new(Box::new(h.clone()) as Box<dyn BlockDevice>),
@@ -285,22 +284,31 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
         Size::full()
     };
     opts.progress("hybrid: TPC-C-like on hdd, ssd and hybrid");
-    // The configurations share nothing: run them side by side.
-    let (seed, lowend, what_if) = (opts.seed, presets::get("ssd-lowend")?, smaller_blocks()?);
+    let (seed, lowend, blocks) = (opts.seed, presets::get("ssd-lowend")?, smaller_blocks()?);
+    let (policy, no_promotion) = (
+        flashkv_hybrid::Options::default(),
+        flashkv_hybrid::Options {
+            promote: false,
+            ..flashkv_hybrid::Options::default()
+        },
+    );
     let mut jobs = vec![
-        (Config::Hdd, &lowend),
-        (Config::Ssd, &lowend),
-        (Config::Hybrid, &lowend),
+        (Config::Hdd, &lowend, &policy),
+        (Config::Ssd, &lowend, &policy),
+        (Config::Hybrid, &lowend, &policy),
     ];
-    // The what-if SSD alone: the hybrid only appends to its SSD, so the
-    // block size hardly changes the hybrid. Skipped in quick runs.
+    // What-ifs for the summary, skipped in quick runs: an SSD with cheaper
+    // random writes (the hybrid only appends to its SSD, so the block size
+    // hardly changes it), and the hybrid without promotion, as the seed's.
     if !opts.quick {
-        jobs.push((Config::Ssd, &what_if));
+        jobs.push((Config::Ssd, &blocks, &policy));
+        jobs.push((Config::Hybrid, &lowend, &no_promotion));
     }
+    // The configurations share nothing: run them side by side.
     let mut runs = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .into_iter()
-            .map(|(c, ssd)| s.spawn(move || measure_on(c, size, seed, ssd)))
+            .map(|(c, ssd, p)| s.spawn(move || measure_on(c, size, seed, ssd, p)))
             .collect();
         handles
             .into_iter()

@@ -90,17 +90,24 @@ fn plots(dir: &std::path::Path, runs: &[Run]) -> Result<(), LabError> {
     Ok(())
 }
 
-/// The what-if SSD (smaller blocks) against the HDD and the hybrid; empty
-/// when it was not run.
-fn what_if_line(what_if: &[Run], hdd: f64, y: f64) -> String {
-    let Some(s) = what_if
-        .iter()
-        .find(|r| r.row.config == Config::Ssd)
-        .map(|r| r.row.tps)
-    else {
+/// The what-ifs: an SSD with smaller blocks against the HDD and the hybrid,
+/// and the hybrid without promotion; empty when they were not run.
+fn what_if_lines(what_if: &[Run], hdd: f64, ssd: f64, y: f64) -> String {
+    let (Some(s), Some(np)) = (
+        what_if.iter().find(|r| r.row.config == Config::Ssd),
+        what_if.iter().find(|r| r.row.config == Config::Hybrid),
+    ) else {
         return String::new();
     };
-    format!(
+    let (s, np) = (s.row.tps, &np.row);
+    let promotion = format!(
+        "Without promotion (the seed's HeteroDrive did not pull read data into the SSD): hybrid {:.2} TPS ({:.2}x the HDD, {:.2}x the SSD), SSD read hit {:.2} (seed 0.48).\n",
+        np.tps,
+        np.tps / hdd,
+        np.tps / ssd,
+        np.ssd_read_hit_ratio,
+    );
+    promotion + &format!(
         "What if the SSD merged 2 MiB blocks instead of 8 MiB (random writes about 4x cheaper, still slower than the HDD's): SSD {s:.2} TPS ({:.2}x the HDD; seed {:.2}x); the hybrid, which only appends to its SSD, would be {:.2}x that SSD (seed {:.2}x).\n",
         s / hdd,
         seed_tps(Config::Ssd) / seed_tps(Config::Hdd),
@@ -200,7 +207,7 @@ pub(super) fn write(
         verdict(y / s, 1.3),
         s / h,
         ss / sh,
-        what_if_line(what_if, h, y),
+        what_if_lines(what_if, h, s, y),
     );
     Ok(Section {
         name: "hybrid",
