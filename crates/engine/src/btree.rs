@@ -9,11 +9,14 @@
 //! merging of nodes); pages of dropped overflow chains go on a free list
 //! that allocation takes from first.
 
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 
 use crate::buffer::BufferPool;
 use crate::error::{corrupt, Error, Result};
 use crate::io::Disk;
+use crate::options::IoProfile;
 use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
 use crate::store::PageStore;
 
@@ -41,6 +44,19 @@ pub(crate) struct Tree<'a> {
     pub store: &'a mut dyn PageStore,
     pub disk: &'a mut Disk,
     pub meta: &'a mut Meta,
+    /// Request sizes and scan breakeven; `None`: page at a time.
+    pub io: Option<IoProfile>,
+}
+
+/// A scan reading the page store in runs. Leaves of the runs read that may
+/// hold keys of the range wait here until the leaf chain reaches them, so
+/// each run is read once even where the chain jumps about the store (a
+/// store filled in random key order); what waits is at most the leaves the
+/// scan returns.
+struct Runs {
+    pages: u64,
+    read: HashSet<u64>,
+    leaves: HashMap<PageId, Page>,
 }
 
 /// Largest cell (slot included) a page takes, so any split leaves both halves fitting.
@@ -72,6 +88,14 @@ pub(crate) fn check_value(val: &[u8]) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// Index among the children of internal page `p` (0: the leftmost) of the one covering `key`.
+fn child_index(p: &Page, key: &[u8]) -> usize {
+    match p.search(key) {
+        Ok(i) => i + 1,
+        Err(i) => i,
+    }
 }
 
 fn child_at(p: &Page, i: usize) -> Result<PageId> {
@@ -461,6 +485,7 @@ impl Tree<'_> {
             Bound::Excluded(b) => k < b,
             Bound::Unbounded => true,
         };
+        let mut runs = self.plan_runs(lo, hi, limit)?;
         let mut id = start;
         let mut visited = 0u64;
         while id != NO_PAGE && out.len() < limit {
@@ -468,7 +493,7 @@ impl Tree<'_> {
             if visited > self.meta.next_page {
                 return Err(corrupt("leaf chain loops"));
             }
-            let p = self.page(id)?;
+            let p = self.scan_page(&mut runs, id, lo, hi)?;
             if p.kind() != Kind::Leaf {
                 return Err(corrupt(format!("page {id}: leaf chain reaches a non-leaf")));
             }
@@ -509,6 +534,122 @@ impl Tree<'_> {
         }
         Ok(out)
     }
+}
+
+impl Tree<'_> {
+    /// Runs for a scan of `lo..hi` when it is expected to touch more than
+    /// the breakeven fraction of the store (seed 002): then reading it all
+    /// in large sequential requests costs less than reading its pages one
+    /// by one. Only unlimited scans: a limit says little about the pages.
+    fn plan_runs(
+        &mut self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        limit: usize,
+    ) -> Result<Option<Runs>> {
+        let Some(io) = self.io else {
+            return Ok(None);
+        };
+        let pages = self.store.run_pages(io.scan_read_bytes);
+        if limit != usize::MAX || pages < 2 || self.range_share(lo, hi)? <= io.breakeven_fraction {
+            return Ok(None);
+        }
+        Ok(Some(Runs {
+            pages,
+            read: HashSet::new(),
+            leaves: HashMap::new(),
+        }))
+    }
+
+    /// About what share of the leaves hold keys in `lo..hi`: the share of
+    /// the children the range spans in the first node where it spans more
+    /// than one, scaled by the shares of the single children above it.
+    fn range_share(&mut self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<f64> {
+        let mut id = self.meta.root;
+        let mut share = 1.0;
+        for _ in 0..MAX_DEPTH {
+            let p = self.page(id)?;
+            if p.kind() != Kind::Internal {
+                return Ok(share);
+            }
+            let children = p.len() + 1;
+            let a = match lo {
+                Bound::Included(k) | Bound::Excluded(k) => child_index(p, k),
+                Bound::Unbounded => 0,
+            };
+            let b = match hi {
+                Bound::Included(k) | Bound::Excluded(k) => child_index(p, k),
+                Bound::Unbounded => children - 1,
+            };
+            if b < a {
+                return Ok(0.0);
+            }
+            if b > a {
+                return Ok(share * (b - a + 1) as f64 / children as f64);
+            }
+            share /= children as f64;
+            id = if a == 0 {
+                p.next()
+            } else {
+                child_at(p, a - 1)?
+            };
+        }
+        Err(corrupt("tree too deep"))
+    }
+
+    /// Page `id` for a scan: the buffered copy when there is one (it may be
+    /// newer than the store's), else from the run holding it, read when the
+    /// scan first needs a page of it; without runs, through the buffer pool.
+    fn scan_page(
+        &mut self,
+        runs: &mut Option<Runs>,
+        id: PageId,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+    ) -> Result<Cow<'_, Page>> {
+        if id >= self.meta.next_page {
+            return Err(corrupt(format!("pointer to unallocated page {id}")));
+        }
+        let Some(r) = runs.as_mut().filter(|_| !self.pool.contains(id)) else {
+            return Ok(Cow::Borrowed(self.page(id)?));
+        };
+        let run = id / r.pages;
+        if r.read.insert(run) {
+            let first = run * r.pages;
+            let n = r.pages.min(self.meta.next_page - first);
+            for p in self.store.read_run(self.disk, first, n)? {
+                // A buffered page is newer than the run's copy, and stays
+                // so when the scan evicts it (writing it) before reaching it.
+                if p.kind() == Kind::Leaf && overlaps(&p, lo, hi) && !self.pool.contains(p.id()) {
+                    r.leaves.insert(p.id(), p);
+                }
+            }
+        }
+        match r.leaves.remove(&id) {
+            Some(p) => Ok(Cow::Owned(p)),
+            None => Ok(Cow::Borrowed(self.page(id)?)),
+        }
+    }
+}
+
+/// Whether leaf `p` may hold keys in `lo..hi` (an empty leaf may: it is
+/// still part of the chain).
+fn overlaps(p: &Page, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    if p.is_empty() {
+        return true;
+    }
+    let (first, last) = (p.key(0), p.key(p.len() - 1));
+    let above_lo = match lo {
+        Bound::Included(b) => last >= b,
+        Bound::Excluded(b) => last > b,
+        Bound::Unbounded => true,
+    };
+    let below_hi = match hi {
+        Bound::Included(b) => first <= b,
+        Bound::Excluded(b) => first < b,
+        Bound::Unbounded => true,
+    };
+    above_lo && below_hi
 }
 
 /// Index of the first cell of the right half: about half the bytes each side.

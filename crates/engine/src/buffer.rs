@@ -131,6 +131,10 @@ impl BufferPool {
         self.policy.name()
     }
 
+    pub fn contains(&self, id: PageId) -> bool {
+        self.frames.contains_key(&id)
+    }
+
     pub fn resident(&self) -> usize {
         self.frames.len()
     }

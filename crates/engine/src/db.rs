@@ -9,7 +9,7 @@ use crate::btree::{self, Meta, Tree};
 use crate::buffer::{BufferPool, BufferStats};
 use crate::error::{corrupt, Error, Result};
 use crate::io::{Disk, RegionStats};
-use crate::options::{Options, StoreKind, LOG_SECTOR};
+use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
@@ -86,6 +86,8 @@ pub struct Stats {
     pub device_flushes: u64,
     /// The device's own counters (all regions).
     pub device: DeviceStats,
+    /// The device's virtual clock, ns (simulated devices; 0 elsewhere).
+    pub device_clock_ns: u64,
 }
 
 struct Core {
@@ -98,6 +100,7 @@ struct Core {
     /// Next log sequence number when the log is off (kept for checkpoints).
     wal_seq: u64,
     sync: bool,
+    io: Option<IoProfile>,
     poisoned: bool,
     commits: u64,
     checkpoints: u64,
@@ -319,6 +322,7 @@ impl Db {
             checkpoints: c.checkpoints,
             device_flushes: c.disk.flushes,
             device: c.disk.dev.stats(),
+            device_clock_ns: c.disk.dev.clock(),
         }
     }
 
@@ -358,6 +362,14 @@ impl Core {
     fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Core> {
         if opts.buffer_pages == 0 {
             return Err(Error::Options("buffer_pages must be at least 1".into()));
+        }
+        if let Some(io) = opts.io {
+            if !(0.0..=1.0).contains(&io.breakeven_fraction) {
+                return Err(Error::Options(format!(
+                    "breakeven fraction {} must be within 0..=1",
+                    io.breakeven_fraction
+                )));
+            }
         }
         let mut disk = Disk::new(device);
         let geo = disk.geo;
@@ -421,6 +433,7 @@ impl Core {
             ckpt_seq: ckpt.seq,
             wal_seq: ckpt.wal_seq,
             sync: opts.sync,
+            io: opts.io,
             poisoned: false,
             commits: 0,
             checkpoints: 0,
@@ -428,6 +441,9 @@ impl Core {
             disk,
         };
         std::mem::swap(&mut core.store, &mut store);
+        if let Some(io) = opts.io {
+            core.store.set_write_size(io.seq_write_bytes);
+        }
         let recovered = !records.is_empty();
         for (kind, payload) in records {
             core.replay(kind, &payload)?;
@@ -560,6 +576,7 @@ impl Core {
             store: &mut *self.store,
             disk: &mut self.disk,
             meta: &mut self.meta,
+            io: self.io,
         }
     }
 

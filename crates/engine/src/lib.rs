@@ -80,7 +80,7 @@ pub use buffer::BufferStats;
 pub use db::{BatchOp, Db, Stats, WriteBatch};
 pub use error::{Error, Result};
 pub use io::RegionStats;
-pub use options::{IplGeometry, Options, PolicyFactory, StoreKind, LOG_SECTOR};
+pub use options::{IoProfile, IplGeometry, Options, PolicyFactory, StoreKind, LOG_SECTOR};
 pub use page::PageId;
 pub use policies::{policy_by_name, POLICY_NAMES};
 pub use policy::{FrameInfo, FrameView, Lru, Policy};

@@ -83,6 +83,21 @@ impl StoreKind {
     }
 }
 
+/// What a device profile says about request sizes, for [`Options::tuned_for`]
+/// (the lab's advisor, `flashkv advise`, makes one from a profile).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IoProfile {
+    /// Bytes per device read when a scan reads the page store sequentially
+    /// (the advisor's best sequential-read block size).
+    pub scan_read_bytes: u64,
+    /// Bytes per device write when the page store writes consecutive pages
+    /// (the advisor's best sequential-write block size).
+    pub seq_write_bytes: u64,
+    /// Fraction of a table above which reading all of it sequentially is
+    /// cheaper than reading the pages wanted one by one (seed 002's breakeven).
+    pub breakeven_fraction: f64,
+}
+
 /// Makes a replacement policy for a pool of the given number of frames.
 pub type PolicyFactory = Arc<dyn Fn(usize) -> Box<dyn Policy> + Send + Sync>;
 
@@ -113,6 +128,9 @@ pub struct Options {
     pub sync: bool,
     /// Bytes of the device the store may use; `None` = min(capacity, 1 GiB).
     pub max_size: Option<u64>,
+    /// Request sizes and scan breakeven of the device; `None`: every page
+    /// is read and written on its own.
+    pub io: Option<IoProfile>,
 }
 
 impl Default for Options {
@@ -127,6 +145,7 @@ impl Default for Options {
             wal_size: 16 << 20,
             sync: false,
             max_size: None,
+            io: None,
         }
     }
 }
@@ -142,11 +161,25 @@ impl std::fmt::Debug for Options {
             .field("wal_size", &self.wal_size)
             .field("sync", &self.sync)
             .field("max_size", &self.max_size)
+            .field("io", &self.io)
             .finish()
     }
 }
 
 impl Options {
+    /// The default options, with reads and writes sized for the device
+    /// `profile` describes: a range scan expected to touch more than the
+    /// breakeven fraction of the page store reads it in runs of
+    /// `scan_read_bytes` instead of page by page, and consecutive new pages
+    /// are written in requests of up to `seq_write_bytes`.
+    pub fn tuned_for(profile: &IoProfile) -> Options {
+        Options::default().io_profile(*profile)
+    }
+    /// Sizes reads and writes for a device (see [`Options::tuned_for`]).
+    pub fn io_profile(mut self, profile: IoProfile) -> Self {
+        self.io = Some(profile);
+        self
+    }
     /// Chooses the page store.
     pub fn store(mut self, kind: StoreKind) -> Self {
         self.store = Some(kind);

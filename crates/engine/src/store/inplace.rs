@@ -31,6 +31,8 @@ pub(crate) struct InPlace {
     /// Offsets of the two scratch units (program-once devices only).
     scratch: Option<[u64; 2]>,
     next_scratch: usize,
+    /// Largest write of consecutive new pages (at least one page).
+    write_size: u64,
     stats: StoreStats,
 }
 
@@ -51,6 +53,7 @@ impl InPlace {
             unit,
             scratch,
             next_scratch: 0,
+            write_size: page_size as u64,
             stats: StoreStats::default(),
         }
     }
@@ -99,6 +102,33 @@ impl InPlace {
     }
 }
 
+impl InPlace {
+    /// Writes new pages, consecutive ones together in requests of at most
+    /// `write_size` bytes.
+    fn write_runs(&mut self, disk: &mut Disk, mut pages: Vec<(u64, Vec<u8>)>) -> Result<()> {
+        pages.sort_unstable_by_key(|(off, _)| *off);
+        let mut run: Vec<u8> = Vec::new();
+        let mut at = 0;
+        for (off, img) in pages {
+            let joins = !run.is_empty()
+                && at + run.len() as u64 == off
+                && (run.len() + img.len()) as u64 <= self.write_size;
+            if !joins && !run.is_empty() {
+                disk.write(Region::Data, at, &run)?;
+                run.clear();
+            }
+            if run.is_empty() {
+                at = off;
+            }
+            run.extend_from_slice(&img);
+        }
+        if !run.is_empty() {
+            disk.write(Region::Data, at, &run)?;
+        }
+        Ok(())
+    }
+}
+
 /// Writes the pages of a unit image that hold anything.
 fn write_live(disk: &mut Disk, base: u64, unit: &[u8], page_size: usize) -> Result<()> {
     for (i, page) in unit.chunks(page_size).enumerate() {
@@ -133,6 +163,28 @@ impl PageStore for InPlace {
         Page::from_bytes(buf, id)
     }
 
+    fn run_pages(&self, bytes: u64) -> u64 {
+        (bytes / self.page_size as u64).max(1)
+    }
+
+    fn read_run(&mut self, disk: &mut Disk, first: PageId, n: u64) -> Result<Vec<Page>> {
+        let n = n.min(self.max_pages().saturating_sub(first));
+        let mut buf = vec![0u8; n as usize * self.page_size];
+        disk.read(Region::Data, self.offset(first), &mut buf)?;
+        self.stats.run_reads += 1;
+        let pages: Vec<Page> = buf
+            .chunks(self.page_size)
+            .zip(first..)
+            .filter_map(|(b, id)| Page::from_bytes(b.into(), id).ok())
+            .collect();
+        self.stats.run_pages += pages.len() as u64;
+        Ok(pages)
+    }
+
+    fn set_write_size(&mut self, bytes: u64) {
+        self.write_size = bytes.max(self.page_size as u64);
+    }
+
     fn needs_merge(&self, disk: &Disk, id: PageId, _: &Frame) -> bool {
         disk.programmed(self.offset(id), self.page_size as u64)
     }
@@ -148,17 +200,15 @@ impl PageStore for InPlace {
                 .push((off, img));
         }
         for (base, pages) in units {
+            self.stats.page_writes += pages.len() as u64;
             if pages
                 .iter()
                 .any(|(off, img)| disk.programmed(*off, img.len() as u64))
             {
                 self.rewrite(disk, base, &pages)?;
             } else {
-                for (off, img) in &pages {
-                    disk.write(Region::Data, *off, img)?;
-                }
+                self.write_runs(disk, pages)?;
             }
-            self.stats.page_writes += pages.len() as u64;
         }
         for (_, f) in frames.iter_mut() {
             f.clean();

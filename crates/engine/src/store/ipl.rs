@@ -203,26 +203,70 @@ impl Ipl {
         let mut buf = vec![0u8; self.ps].into_boxed_slice();
         disk.read(Region::Data, self.page_off(u.phys, slot), &mut buf)?;
         self.stats.page_reads += 1;
-        let mut page = Page::from_bytes(buf, id)?;
+        let mut logs = Vec::new();
+        for i in self.owned_sectors(u, slot) {
+            let mut sec = vec![0u8; LOG_SECTOR as usize];
+            disk.read(Region::Data, self.log_off(u.phys, i), &mut sec)?;
+            self.stats.log_reads += 1;
+            logs.push(sec);
+        }
+        self.decode(u, id, slot, buf, logs.iter().map(Vec::as_slice))
+    }
+
+    /// Log sectors holding records of page `slot`, in the order they were written.
+    fn owned_sectors(&self, u: &Unit, slot: u64) -> Vec<usize> {
+        (0..u.owners.len())
+            .filter(|&i| u64::from(u.owners[i]) == slot + 1)
+            .collect()
+    }
+
+    /// Page `id` from its flash image and its log sectors, in order.
+    fn decode<'b>(
+        &mut self,
+        u: &Unit,
+        id: PageId,
+        slot: u64,
+        image: Box<[u8]>,
+        logs: impl Iterator<Item = &'b [u8]>,
+    ) -> Result<Page> {
+        let mut page = Page::from_bytes(image, id)?;
         if page.gen() != u.gen {
             return Err(corrupt(format!(
                 "page {id}: stale copy from an earlier use of its unit"
             )));
         }
-        for i in 0..u.owners.len() {
-            if u.owners[i] as u64 != slot + 1 {
-                continue;
-            }
-            let mut sec = vec![0u8; LOG_SECTOR as usize];
-            disk.read(Region::Data, self.log_off(u.phys, i), &mut sec)?;
-            self.stats.log_reads += 1;
-            let ops = parse_log_sector(&sec, u.gen, slot)?;
+        for sec in logs {
+            let ops = parse_log_sector(sec, u.gen, slot)?;
             for op in &ops {
                 page.apply(op)?;
             }
             self.stats.records_applied += ops.len() as u64;
         }
         Ok(page)
+    }
+
+    /// Pages of logical unit `l` decoded from `bytes`, the whole physical unit.
+    fn decode_unit(&mut self, l: usize, u: &Unit, bytes: &[u8]) -> Vec<Page> {
+        let log_base = self.ppu as usize * self.ps;
+        let log_at = |i: usize| {
+            let o = log_base + i * LOG_SECTOR as usize;
+            &bytes[o..o + LOG_SECTOR as usize]
+        };
+        let mut pages = Vec::new();
+        for slot in (0..self.ppu).filter(|s| u.written & (1 << s) != 0) {
+            let at = slot as usize * self.ps;
+            let image: Box<[u8]> = bytes[at..at + self.ps].into();
+            let logs: Vec<&[u8]> = self
+                .owned_sectors(u, slot)
+                .into_iter()
+                .map(log_at)
+                .collect();
+            let id = l as u64 * self.ppu + slot;
+            if let Ok(p) = self.decode(u, id, slot, image, logs.into_iter()) {
+                pages.push(p);
+            }
+        }
+        pages
     }
 
     fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
@@ -365,6 +409,32 @@ impl PageStore for Ipl {
             .cloned()
             .ok_or_else(|| corrupt(format!("page {id}: its erase unit was never written")))?;
         self.read_merged(disk, &u, id, slot)
+    }
+
+    fn run_pages(&self, bytes: u64) -> u64 {
+        // Whole erase units: a page's log sectors sit at the end of its unit.
+        (bytes / self.unit_size).max(1) * self.ppu
+    }
+
+    fn read_run(&mut self, disk: &mut Disk, first: PageId, n: u64) -> Result<Vec<Page>> {
+        let (lo, _) = self.split(first);
+        let (hi, _) = self.split(first + n.max(1) - 1);
+        let units: Vec<(usize, Unit)> = (lo..=hi)
+            .filter_map(|l| self.unit(l).map(|u| (l, u.clone())))
+            .collect();
+        let mut pages = Vec::new();
+        // Units consecutive on the device are read in one request.
+        for group in units.chunk_by(|a, b| b.1.phys == a.1.phys + 1) {
+            let mut buf = vec![0u8; group.len() * self.unit_size as usize];
+            disk.read(Region::Data, self.unit_off(group[0].1.phys), &mut buf)?;
+            self.stats.run_reads += 1;
+            for ((l, u), bytes) in group.iter().zip(buf.chunks(self.unit_size as usize)) {
+                pages.extend(self.decode_unit(*l, u, bytes));
+            }
+        }
+        pages.retain(|p| (first..first + n).contains(&p.id()));
+        self.stats.run_pages += pages.len() as u64;
+        Ok(pages)
     }
 
     fn needs_merge(&self, disk: &Disk, id: PageId, f: &Frame) -> bool {

@@ -31,6 +31,10 @@ pub struct StoreStats {
     pub erases: u64,
     /// Read-erase-rewrites of an erase unit by in-place updates on raw NAND.
     pub unit_rewrites: u64,
+    /// Large sequential reads of page runs by scans ([`crate::IoProfile`]).
+    pub run_reads: u64,
+    /// Pages decoded from those runs (not counted in `page_reads`).
+    pub run_pages: u64,
 }
 
 /// A page store: reads and writes pages of one size in its region of the device.
@@ -44,6 +48,16 @@ pub(crate) trait PageStore: Send {
     /// Bytes of log records one in-page log write holds; 0: the store does not log.
     fn log_capacity(&self) -> usize;
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;
+    /// Pages per run when runs are read in requests of about `bytes` (at least 1).
+    fn run_pages(&self, bytes: u64) -> u64;
+    /// Reads pages `first..first+n` (a run of [`PageStore::run_pages`], or
+    /// its allocated part) in as few device requests as the layout allows
+    /// and returns the pages that decode. A page left out is read alone when
+    /// it is wanted, which reports why it would not decode.
+    fn read_run(&mut self, disk: &mut Disk, first: PageId, n: u64) -> Result<Vec<Page>>;
+    /// Largest device write for consecutive new pages; by default every
+    /// page is written on its own.
+    fn set_write_size(&mut self, _bytes: u64) {}
     /// Whether writing this frame would rewrite its whole erase unit.
     fn needs_merge(&self, disk: &Disk, id: PageId, frame: &Frame) -> bool;
     /// Whether a dirty frame of a unit being rewritten should be written
