@@ -4,6 +4,7 @@
 //! breakeven and Gray's five-minute rule for caching a page in RAM.
 
 use flashkv_device::{BlockDevice, DeviceSpec, FtlMapping, ModelSpec, SimDevice};
+use flashkv_engine::IoProfile;
 use serde::Serialize;
 
 use crate::profile::{self, Pattern, ProfileError, ProfileRow, ProfileSpec};
@@ -138,6 +139,26 @@ pub struct Advice {
     pub five_minute_rule_s: f64,
     pub five_minute_formula: String,
     pub patterns: Vec<PatternAdvice>,
+}
+
+/// What the engine takes from the advice ([`flashkv_engine::Options::tuned_for`]):
+/// the best sequential-read block as its scan read size, the best
+/// sequential-write block as its write size for consecutive pages, and the
+/// breakeven. A pattern the profile lacks gives 0: page by page.
+impl From<&Advice> for IoProfile {
+    fn from(a: &Advice) -> IoProfile {
+        let best = |p: Pattern| {
+            a.patterns
+                .iter()
+                .find(|x| x.pattern == p.code())
+                .map_or(0, |x| x.best_block_size)
+        };
+        IoProfile {
+            scan_read_bytes: best(Pattern::SeqRead),
+            seq_write_bytes: best(Pattern::SeqWrite),
+            breakeven_fraction: a.breakeven_fraction,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
