@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use flashkv_device::{parse_size, presets, DeviceSpec};
+use flashkv_engine::IoProfile;
 use flashkv_lab::advisor::{self, Advice, AdviceError, AdviceOptions, DeviceClass};
 use flashkv_lab::profile::ProfileRow;
 use flashkv_lab::report::{f, size_label, Table};
@@ -152,8 +153,9 @@ fn text(a: &Advice, o: &AdviceOptions) -> String {
             p.why.clone(),
         ]);
     }
+    let io = IoProfile::from(a);
     format!(
-        "{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\n",
+        "{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\nEngine: Options::tuned_for(&IoProfile {{ scan_read_bytes: {}, seq_write_bytes: {}, breakeven_fraction: {:.4} }})\n",
         t.text(),
         a.breakeven_fraction * 100.0,
         size_label(o.page_size),
@@ -163,5 +165,8 @@ fn text(a: &Advice, o: &AdviceOptions) -> String {
         o.device_usd,
         o.ram_usd_per_gb,
         a.five_minute_formula,
+        io.scan_read_bytes,
+        io.seq_write_bytes,
+        io.breakeven_fraction,
     )
 }

@@ -43,6 +43,25 @@
 //! [`Options::index_in_memory`] and, to count the page store alone,
 //! `wal(false)`.
 //!
+//! # Request sizes
+//!
+//! By default every page is read and written on its own. With
+//! [`Options::tuned_for`] and an [`IoProfile`] (the lab's advisor,
+//! `flashkv advise`, derives one from a device profile: its best
+//! sequential-read and sequential-write block sizes and seed 002's
+//! scan-versus-random breakeven), an unlimited range scan whose range the
+//! tree's separators put above the breakeven fraction of the leaves reads
+//! the page store in runs of `scan_read_bytes` (whole erase units for
+//! in-page logging, log sectors included) instead of leaf by leaf, decoding
+//! the leaves it needs without admitting them to the buffer pool; a page in
+//! the pool is always taken from there, as it may be newer. Runs are read
+//! once each in the order the leaf chain first reaches them, and leaves read
+//! ahead wait in memory until the chain reaches them: on a store filled in
+//! random key order that is up to the leaves the scan returns. Overflow
+//! values are still read page by page. The in-place store writes
+//! consecutive new pages of one erase unit in requests of up to
+//! `seq_write_bytes`.
+//!
 //! # Limits
 //!
 //! Deleting keys leaves leaves underfull (nodes are not merged, their pages
