@@ -175,3 +175,31 @@ fn run_reads_cut_a_full_scan_on_a_disk_and_never_slow_it_on_nvme() {
         }
     }
 }
+
+#[test]
+fn consecutive_new_pages_are_written_together() {
+    let load = |opts: Options| {
+        let db = Db::open(
+            Box::new(presets::open("hdd-15k").unwrap()),
+            opts.buffer_pages(1 << 12),
+        )
+        .unwrap();
+        let mut b = WriteBatch::default();
+        for i in 0..20_000u64 {
+            b.put(&i.to_be_bytes(), &[i as u8; 100]);
+        }
+        db.write(b).unwrap();
+        db.checkpoint().unwrap();
+        let s = db.stats();
+        assert_eq!(db.scan(..).unwrap().len(), 20_000);
+        (s.data_io.writes, s.store.page_writes)
+    };
+    let (plain, pages) = load(Options::default());
+    assert_eq!(plain, pages);
+    // 64 KiB writes: 16 pages each where a run of new pages allows.
+    let (tuned, _) = load(Options::tuned_for(&IoProfile {
+        seq_write_bytes: 64 << 10,
+        ..DISK
+    }));
+    assert!(tuned * 8 <= pages, "{tuned} writes for {pages} pages");
+}
