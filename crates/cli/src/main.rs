@@ -51,6 +51,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early should end the program
+    // quietly, as other Unix tools do, not panic on a failed print.
+    // SAFETY: called before any other thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return error::clap_exit(e),

@@ -198,3 +198,105 @@ fn lab_quick_writes_results_and_json() {
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("within 15 %"), "{summary}");
 }
+
+#[test]
+fn output_closed_early_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["devices", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn replay_reports_counts_and_rejects_malformed_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(
+        &trace,
+        "128166372003061629,usr,0,Write,8192,4096,1331\n128166372016853449,usr,0,Read,4096,8192,1200\n",
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    for target in [["--device", "nvme"], ["--hybrid", "ssd-lowend,hdd-7200"]] {
+        let o = flashkv(&[
+            "replay", "--trace", t, "--format", "msr", target[0], target[1], "--json",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            (
+                v["records"].as_u64(),
+                v["reads"].as_u64(),
+                v["writes"].as_u64()
+            ),
+            (Some(2), Some(1), Some(1))
+        );
+        assert_eq!(
+            (v["read_bytes"].as_u64(), v["write_bytes"].as_u64()),
+            (Some(8192), Some(4096))
+        );
+    }
+    std::fs::write(
+        &trace,
+        "128166372003061629,usr,0,Write,8192,4096,1331\nnot a record\n",
+    )
+    .unwrap();
+    assert_usage_error(
+        &[
+            "replay", "--trace", t, "--format", "msr", "--device", "nvme",
+        ],
+        "line 2",
+    );
+}
+
+#[test]
+fn hybrid_create_then_inspect_on_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ssd, hdd) = (dir.path().join("ssd.img"), dir.path().join("hdd.img"));
+    let (s, h) = (ssd.to_str().unwrap(), hdd.to_str().unwrap());
+    let o = flashkv(&[
+        "hybrid",
+        "create",
+        "--ssd",
+        s,
+        "--hdd",
+        h,
+        "--ssd-size",
+        "64m",
+        "--hdd-size",
+        "256m",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["action"], "create");
+    let o = flashkv(&["hybrid", "inspect", "--ssd", s, "--hdd", h, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let w: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(w["layout"], v["layout"]);
+    assert_usage_error(
+        &[
+            "hybrid",
+            "inspect",
+            "--ssd",
+            s,
+            "--hdd",
+            "/nonexistent/x.img",
+        ],
+        "x.img",
+    );
+}
