@@ -158,7 +158,7 @@ fn low_end_flash_writes_random_4k_slower_than_a_disk_but_streams_fast() {
             "{preset}: rw 4 KB {:.1} IOPS, sw 1 MB {:.1} MB/s, sr 1 MB {:.1} MB/s",
             rw.iops, sw.mb_per_s, sr.mb_per_s
         );
-        assert!(rw.iops > 1.0 && rw.iops < 30.0, "{preset} rw {}", rw.iops);
+        assert!(rw.iops > 1.0 && rw.iops < 50.0, "{preset} rw {}", rw.iops);
         assert!(
             sw_range.contains(&sw.mb_per_s),
             "{preset} sw {}",
@@ -170,6 +170,38 @@ fn low_end_flash_writes_random_4k_slower_than_a_disk_but_streams_fast() {
             sr.mb_per_s
         );
     }
+}
+
+/// Seed 003's Fig. 1 (fio, 4 KB synchronous requests): its low-end SSD
+/// writes random 4 KB slower than the HDD (here 30..60 % of it, not a tenth),
+/// reads random 4 KB at least 10x faster, and writes sequentially at least
+/// 10x faster than randomly.
+#[test]
+fn ssd_lowend_against_hdd_7200_as_seed_003_fig_1() {
+    let whole = u64::MAX;
+    let hdd_rw = profile("hdd-7200", Pattern::RandWrite, 4096, 1, 200, whole);
+    let hdd_rr = profile("hdd-7200", Pattern::RandRead, 4096, 1, 200, whole);
+    let rw = profile("ssd-lowend", Pattern::RandWrite, 4096, 1, 200, whole);
+    let rr = profile("ssd-lowend", Pattern::RandRead, 4096, 1, 2000, whole);
+    let sw = profile("ssd-lowend", Pattern::SeqWrite, MIB, 1, 64, whole);
+    println!(
+        "hdd-7200 rw {:.1} rr {:.1} IOPS; ssd-lowend rw {:.1} rr {:.1} IOPS, sw 1 MB {:.1} MB/s",
+        hdd_rw.iops, hdd_rr.iops, rw.iops, rr.iops, sw.mb_per_s
+    );
+    let ratio = rw.iops / hdd_rw.iops;
+    assert!((0.3..0.6).contains(&ratio), "rw {ratio:.2} of the HDD's");
+    assert!(
+        rr.iops >= 10.0 * hdd_rr.iops,
+        "rr {} vs {}",
+        rr.iops,
+        hdd_rr.iops
+    );
+    assert!(
+        sw.mb_per_s >= 10.0 * rw.mb_per_s,
+        "sw {} vs rw {}",
+        sw.mb_per_s,
+        rw.mb_per_s
+    );
 }
 
 #[test]
