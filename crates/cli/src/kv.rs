@@ -8,8 +8,9 @@
 //! cover one invocation).
 
 use std::fs::OpenOptions;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand, ValueEnum};
 use flashkv_device::{presets, DataStore, SimDevice};
@@ -20,15 +21,23 @@ pub struct KvArgs {
     /// File holding the store (or the simulated device's data with --device).
     #[arg(long)]
     db: PathBuf,
+    /// Create the store if --db is missing or empty (never otherwise: an
+    /// existing file that is not a store is refused and left untouched).
+    #[arg(long)]
+    create: bool,
+    /// Seconds to wait for another process that has the store open.
+    #[arg(long, default_value_t = 10.0)]
+    wait: f64,
     /// Run on a simulated device preset (see `flashkv devices`).
     #[arg(long)]
     device: Option<String>,
     /// Page store of a new store; an existing store is reopened with the one it was created with.
     #[arg(long, value_enum)]
     store: Option<Store>,
-    /// Bytes of the device the store uses (new stores), e.g. 64m.
-    #[arg(long, default_value = "64m")]
-    size: String,
+    /// Most bytes a new store may grow to (the file grows as it fills), e.g. 64m, 10g.
+    /// Default: 64 GiB in a file, the whole device with --device.
+    #[arg(long)]
+    size: Option<String>,
     /// Buffer pool frames.
     #[arg(long, default_value_t = 64)]
     buffer: usize,
@@ -90,6 +99,9 @@ impl From<Error> for Fail {
             | Error::StoreMismatch { .. }
             | Error::Options(_)
             | Error::NotAStore
+            | Error::NotAStoreFile { .. }
+            | Error::NoStore { .. }
+            | Error::Exists { .. }
             | Error::Version { .. } => Fail::Usage(e.to_string()),
             _ => Fail::Run(e.to_string()),
         }
@@ -110,34 +122,112 @@ pub fn run(args: KvArgs) -> ExitCode {
     }
 }
 
-fn open(args: &KvArgs) -> Result<Db, Fail> {
-    let size = flashkv_device::parse_size(&args.size).map_err(|e| Fail::Usage(e.to_string()))?;
+fn options(args: &KvArgs) -> Result<Options, Fail> {
     let policy = flashkv_engine::policy_by_name(&args.policy)
         .ok_or_else(|| Fail::Usage(format!("unknown policy {}", args.policy)))?;
     let mut opts = Options::default()
         .buffer_pages(args.buffer.max(1))
-        .max_size(size)
         .policy(policy);
+    if let Some(size) = &args.size {
+        let bytes = flashkv_device::parse_size(size)
+            .map_err(|e| Fail::Usage(format!("--size {size}: {e}")))?;
+        opts = opts.max_size(bytes);
+    }
     opts.store = args.store.map(|s| match s {
         Store::InPlace => StoreKind::InPlace,
         Store::Ipl => StoreKind::InPageLogging(IplGeometry::seed()),
         Store::IplShared => StoreKind::InPageLogging(IplGeometry::shared()),
     });
-    match &args.device {
-        None => Ok(Db::open_path(&args.db, opts)?),
-        Some(name) => {
-            let spec = presets::get(name).map_err(|e| Fail::Usage(e.to_string()))?;
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&args.db)
-                .map_err(|e| Fail::Run(format!("{}: {e}", args.db.display())))?;
-            let dev = SimDevice::with_store(&spec, DataStore::File(file))
-                .map_err(|e| Fail::Run(e.to_string()))?;
-            Ok(Db::open(Box::new(dev), opts)?)
+    Ok(opts)
+}
+
+/// Whether `path` is missing or an empty file: where `--create` may make a store.
+fn fresh(path: &Path) -> Result<bool, Fail> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(m.is_file() && m.len() == 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(Fail::Usage(format!("--db {}: {e}", path.display()))),
+    }
+}
+
+fn open(args: &KvArgs) -> Result<Db, Fail> {
+    let opts = options(args)?;
+    let fresh = fresh(&args.db)?;
+    if fresh && !args.create {
+        return Err(Fail::Usage(format!(
+            "--db {}: no store there (add --create to make one)",
+            args.db.display()
+        )));
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(args.wait.clamp(0.0, 86_400.0));
+    loop {
+        let r = match &args.device {
+            None if fresh => Db::create(&args.db, opts.clone()),
+            None => Db::open_path(&args.db, opts.clone()),
+            Some(name) => return open_on_device(args, name, fresh, opts),
+        };
+        match r {
+            // Another process has the store: wait for it, up to --wait.
+            Err(Error::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // It created the store while we waited: open it.
+            Err(Error::Exists { .. }) if fresh => return Ok(Db::open_path(&args.db, opts)?),
+            r => return Ok(r?),
         }
+    }
+}
+
+/// A store on a simulated device whose data is kept in the file at --db.
+/// The file is locked while the store is open, as a file store is.
+fn open_on_device(args: &KvArgs, name: &str, fresh: bool, opts: Options) -> Result<Db, Fail> {
+    let spec = presets::get(name).map_err(|e| Fail::Usage(e.to_string()))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(fresh)
+        .truncate(false)
+        .open(&args.db)
+        .map_err(|e| Fail::Usage(format!("--db {}: {e}", args.db.display())))?;
+    lock(&file, &args.db, args.wait)?;
+    let dev = SimDevice::with_store(&spec, DataStore::File(file))
+        .map_err(|e| Fail::Run(e.to_string()))?;
+    let r = if fresh {
+        Db::open(Box::new(dev), opts)
+    } else {
+        Db::open_existing(Box::new(dev), opts)
+    };
+    r.map_err(|e| {
+        if fresh {
+            let _ = std::fs::remove_file(&args.db);
+        }
+        match e {
+            Error::NotAStore => Fail::Usage(format!(
+                "--db {}: not a flashkv store on a {name} device; nothing was written",
+                args.db.display()
+            )),
+            e => e.into(),
+        }
+    })
+}
+
+/// Takes an exclusive lock on `file` (released when the device closes it),
+/// waiting up to `wait` seconds for another process that holds it.
+fn lock(file: &std::fs::File, path: &Path, wait: f64) -> Result<(), Fail> {
+    use std::os::unix::io::AsRawFd;
+    let deadline = Instant::now() + Duration::from_secs_f64(wait.clamp(0.0, 86_400.0));
+    loop {
+        // SAFETY: flock only reads its integer arguments; `file` is open.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Fail::Run(format!(
+                "--db {}: the store is open in another process",
+                path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

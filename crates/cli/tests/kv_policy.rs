@@ -17,7 +17,7 @@ fn every_policy_serves_the_store() {
     let db = db.to_str().unwrap();
     for (i, p) in flashkv_engine::POLICY_NAMES.iter().enumerate() {
         let base = [
-            "kv", "--db", db, "--device", "nand-ipl", "--policy", p, "--buffer", "2",
+            "kv", "--db", db, "--create", "--device", "nand-ipl", "--policy", p, "--buffer", "2",
         ];
         let key = format!("k{i}");
         let put = flashkv(&[&base[..], &["put", &key, p]].concat());

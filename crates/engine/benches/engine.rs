@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
                     let path = dir
                         .path()
                         .join(format!("{kname}-{}", rand::random::<u32>()));
-                    Db::open_path(path, opts.clone()).unwrap()
+                    Db::create(path, opts.clone()).unwrap()
                 }
                 _ => Db::open(
                     Box::new(flashkv_device::presets::open("nvme").unwrap()),

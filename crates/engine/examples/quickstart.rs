@@ -12,7 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dev,
         Options::default().store(StoreKind::InPageLogging(IplGeometry::seed())),
     )?;
-    // ... or on a real file: Db::open_path("my.db", Options::default())?
+    // ... or in a real file: Db::open_or_create("my.db", Options::default())?
     db.put(b"user:1", b"alice")?;
     let mut batch = WriteBatch::default();
     batch.put(b"user:2", b"bob").delete(b"user:1");

@@ -3,8 +3,13 @@
 //! Pages a running write batch modifies are pinned: they stay resident (the
 //! pool may grow past its capacity meanwhile) until the batch's log record
 //! is written, so no page store ever sees a change that is not logged.
+//!
+//! Bookkeeping is per page touched, never per resident page: the pinned
+//! pages are listed as the batch pins them, and the dirty pages are kept in
+//! an ordered set, where an erase unit's dirty pages are one range (both
+//! page stores number a unit's pages consecutively).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::error::Result;
 use crate::io::Disk;
@@ -52,6 +57,10 @@ pub struct BufferStats {
 
 pub(crate) struct BufferPool {
     frames: HashMap<PageId, Frame>,
+    /// Resident pages that differ from the page store's copy.
+    dirty: BTreeSet<PageId>,
+    /// Pages the running batch pinned, in the order it pinned them.
+    pinned: Vec<PageId>,
     capacity: usize,
     policy: Box<dyn Policy>,
     pub stats: BufferStats,
@@ -67,6 +76,7 @@ pub(crate) struct BufferPool {
 
 struct View<'a> {
     frames: &'a HashMap<PageId, Frame>,
+    dirty: &'a BTreeSet<PageId>,
     store: &'a dyn PageStore,
     index_resident: bool,
 }
@@ -89,19 +99,11 @@ impl FrameView for View<'_> {
             .is_some_and(|f| !(f.pinned || self.index_resident && is_index(f)))
     }
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
-        let mut v: Vec<PageId> = self
-            .frames
-            .iter()
-            .filter(|(&p, f)| {
-                f.dirty
-                    && !f.pinned
-                    && !(self.index_resident && is_index(f))
-                    && self.store.unit_of(p) == unit
-            })
-            .map(|(&p, _)| p)
-            .collect();
-        v.sort_unstable();
-        v
+        self.dirty
+            .range(self.store.unit_pages(unit))
+            .copied()
+            .filter(|p| self.evictable(*p))
+            .collect()
     }
 }
 
@@ -109,6 +111,8 @@ impl BufferPool {
     pub fn new(capacity: usize, policy: Box<dyn Policy>, index_resident: bool) -> BufferPool {
         BufferPool {
             frames: HashMap::new(),
+            dirty: BTreeSet::new(),
+            pinned: Vec::new(),
             capacity: capacity.max(1),
             policy,
             stats: BufferStats::default(),
@@ -153,27 +157,37 @@ impl BufferPool {
             self.stats.misses += 1;
             self.make_room(store, disk)?;
             let page = store.read(disk, id)?;
-            self.insert(id, page, false);
+            self.insert(id, page, false, false);
         }
         Ok(self.frames.get_mut(&id).expect("resident"))
     }
 
-    /// Remembers the page's state before the running batch changes it.
+    /// Remembers the page's state before the running batch changes it,
+    /// and that the batch pins it.
     fn save(&mut self, id: PageId) {
         if !self.undo.contains_key(&id) {
             let before = self.frames.get(&id).cloned();
             self.undo.insert(id, before);
+            self.pinned.push(id);
         }
     }
 
-    fn insert(&mut self, id: PageId, page: Page, dirty: bool) {
+    /// Brings the dirty set in line with the frame of `id` (or its absence).
+    fn note(&mut self, id: PageId) {
+        match self.frames.get(&id) {
+            Some(f) if f.dirty => self.dirty.insert(id),
+            _ => self.dirty.remove(&id),
+        };
+    }
+
+    fn insert(&mut self, id: PageId, page: Page, dirty: bool, pinned: bool) {
         let f = Frame {
             page,
             dirty,
             bomb: dirty,
             log: Vec::new(),
             records: 0,
-            pinned: dirty,
+            pinned,
             lsn: 0,
         };
         let index = is_index(&f);
@@ -188,6 +202,7 @@ impl BufferPool {
                 self.policy.admit(id);
             }
         }
+        self.note(id);
     }
 
     /// A page the running batch created or rewrote whole.
@@ -202,17 +217,13 @@ impl BufferPool {
             self.make_room(store, disk)?;
         }
         self.save(id);
-        self.insert(id, page, true);
+        self.insert(id, page, true, true);
         Ok(())
     }
 
     /// A page recovered from the write-ahead log: dirty, written whole, not pinned.
     pub fn install(&mut self, page: Page) {
-        let id = page.id();
-        self.insert(id, page, true);
-        if let Some(f) = self.frames.get_mut(&id) {
-            f.pinned = false;
-        }
+        self.insert(page.id(), page, true, false);
     }
 
     /// Applies a change to a resident page and records it in the page's log.
@@ -225,6 +236,7 @@ impl BufferPool {
         }
         f.dirty = true;
         f.pinned = true;
+        self.dirty.insert(id);
         if !f.bomb {
             if log_cap == 0 || f.log.len() + op.encoded_len() > log_cap {
                 // Seed 001 §5.2.3: a full log turns the page into a "bomb".
@@ -239,35 +251,30 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Images of the dirty pages.
+    /// Images of the dirty pages, by page id.
     pub fn dirty(&self) -> Vec<&Page> {
-        let mut v: Vec<&Page> = self
-            .frames
-            .values()
-            .filter(|f| f.dirty)
-            .map(|f| &f.page)
-            .collect();
+        self.dirty.iter().map(|id| &self.frames[id].page).collect()
+    }
+
+    /// Images of the pages the running batch modified, by page id.
+    pub fn pinned(&self) -> Vec<&Page> {
+        let mut v: Vec<&Page> = self.pinned.iter().map(|id| &self.frames[id].page).collect();
         v.sort_unstable_by_key(|p| p.id());
         v
     }
 
-    /// Images of the pages the running batch modified.
-    pub fn pinned(&self) -> Vec<&Page> {
-        let mut v: Vec<&Page> = self
-            .frames
-            .values()
-            .filter(|f| f.pinned)
-            .map(|f| &f.page)
-            .collect();
-        v.sort_unstable_by_key(|p| p.id());
-        v
+    /// Whether every resident page is pinned (nothing can be evicted).
+    fn all_pinned(&self) -> bool {
+        self.pinned.len() >= self.frames.len()
     }
 
     /// The batch is logged (as record `disk.logged`): its pages may be
     /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         self.undo.clear();
-        for f in self.frames.values_mut().filter(|f| f.pinned) {
+        for id in std::mem::take(&mut self.pinned) {
+            let f = self.frames.get_mut(&id).expect("a pinned page is resident");
+            debug_assert!(f.pinned, "page {id} listed as pinned");
             f.pinned = false;
             f.lsn = disk.logged;
         }
@@ -283,11 +290,13 @@ impl BufferPool {
         if let Some(f) = self.frames.remove(&id) {
             self.index_pages -= usize::from(is_index(&f));
             self.policy.forget(id);
+            self.dirty.remove(&id);
         }
     }
 
     /// Undoes every change of the running batch.
     pub fn rollback(&mut self) {
+        self.pinned.clear();
         for (id, before) in std::mem::take(&mut self.undo) {
             match before {
                 Some(f) => {
@@ -297,6 +306,7 @@ impl BufferPool {
                         .insert(id, f)
                         .map_or(0, |o| usize::from(is_index(&o)));
                     self.index_pages = self.index_pages + index - old;
+                    self.note(id);
                 }
                 None => {
                     self.remove(id);
@@ -306,7 +316,7 @@ impl BufferPool {
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
-        while self.budgeted() >= self.capacity {
+        while self.budgeted() >= self.capacity && !self.all_pinned() {
             if !self.evict(store, disk)? {
                 break;
             }
@@ -318,6 +328,7 @@ impl BufferPool {
     fn evict(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<bool> {
         let view = View {
             frames: &self.frames,
+            dirty: &self.dirty,
             store: &*store,
             index_resident: self.index_resident,
         };
@@ -367,23 +378,21 @@ impl BufferPool {
         let r = store.write(disk, &mut taken);
         for (id, f) in taken {
             self.frames.insert(id, f);
+            self.note(id);
         }
         r
     }
 
     /// Writes every dirty page, unit by unit; pages stay resident.
     pub fn flush_all(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
-        let mut units: Vec<(u64, PageId)> = self
-            .frames
-            .iter()
-            .filter(|(_, f)| f.dirty)
-            .map(|(&p, _)| (store.unit_of(p), p))
-            .collect();
+        let mut units: Vec<(u64, PageId)> =
+            self.dirty.iter().map(|&p| (store.unit_of(p), p)).collect();
         units.sort_unstable();
         for chunk in units.chunk_by(|a, b| a.0 == b.0) {
             let ids: Vec<PageId> = chunk.iter().map(|&(_, p)| p).collect();
             self.write(store, disk, &ids)?;
         }
+        debug_assert!(self.dirty.is_empty(), "flush_all left dirty pages");
         Ok(())
     }
 }

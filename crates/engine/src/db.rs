@@ -1,6 +1,7 @@
 //! The database: open/recover, the public API, commits and checkpoints.
 
 use std::ops::{Bound, RangeBounds};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use flashkv_device::{BlockDevice, DeviceStats};
@@ -8,7 +9,8 @@ use flashkv_device::{BlockDevice, DeviceStats};
 use crate::btree::{self, Meta, Tree};
 use crate::buffer::{BufferPool, BufferStats};
 use crate::error::{corrupt, Error, Result};
-use crate::io::{Disk, RegionStats};
+use crate::file::{self, Mode};
+use crate::io::{Disk, Region, RegionStats};
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
@@ -19,8 +21,9 @@ use crate::wal::Wal;
 const BATCH_RECORD: u8 = 1;
 /// Bytes before the page images of a batch record: tree state and page count.
 const META_BYTES: usize = 36;
-/// Default bytes of the device a store uses.
-const DEFAULT_MAX: u64 = 1 << 30;
+/// Default virtual capacity of a store in a file (the file grows as the
+/// store does, so this is a limit, not a size).
+const FILE_MAX: u64 = 64 << 30;
 /// Erase-unit size assumed for in-place stores on devices without one.
 const EMULATED_UNIT: u64 = 128 << 10;
 
@@ -101,6 +104,8 @@ struct Core {
     wal_seq: u64,
     sync: bool,
     io: Option<IoProfile>,
+    /// Trim the log half a checkpoint retires (file stores).
+    trim_log: bool,
     poisoned: bool,
     commits: u64,
     checkpoints: u64,
@@ -140,22 +145,87 @@ fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 impl Db {
-    /// Opens the store on `device`, creating it when the device holds none,
-    /// and recovers committed writes from the write-ahead log.
+    /// Opens the store on `device` and recovers committed writes from the
+    /// write-ahead log. A blank device (its superblock area all zeros, as a
+    /// new simulated device is) gets a new store; anything else that does
+    /// not hold a flashkv store is refused with [`Error::NotAStore`] before
+    /// anything is written.
     pub fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db {
-            core: Mutex::new(Core::open(device, opts)?),
-        })
+        Ok(Db::from_core(Core::open(device, opts, true, None)?))
     }
 
-    /// Opens (or creates) a store in the file at `path`.
-    pub fn open_path(path: impl AsRef<std::path::Path>, opts: Options) -> Result<Db> {
-        let dev = crate::file::open(path.as_ref(), opts.max_size.unwrap_or(DEFAULT_MAX))?;
-        Self::open(dev, opts)
+    /// Opens the store on `device`; a blank device is [`Error::NotAStore`] too.
+    pub fn open_existing(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
+        Ok(Db::from_core(Core::open(device, opts, false, None)?))
     }
 
+    /// Creates a store in the file at `path`, which must be missing or
+    /// empty ([`Error::Exists`] otherwise). The file grows as the store
+    /// does, up to [`Options::max_size`]. If creation fails, a file this
+    /// call created is removed again.
+    pub fn create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::open_file(path.as_ref(), opts, Mode::Create)
+    }
+
+    /// Opens the store in the file at `path`. A missing file is
+    /// [`Error::NoStore`]; a file that does not hold a flashkv store is
+    /// [`Error::NotAStoreFile`] and is not written. The store is locked
+    /// for this `Db` ([`Error::Locked`] if another one holds it).
+    pub fn open_path(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::open_file(path.as_ref(), opts, Mode::Existing)
+    }
+
+    /// [`Db::create`] where `path` is missing or empty, else [`Db::open_path`].
+    pub fn open_or_create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let path = path.as_ref();
+        let fresh = match std::fs::metadata(path) {
+            Ok(m) => m.is_file() && m.len() == 0,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(Error::Io(e)),
+        };
+        let mode = if fresh { Mode::Create } else { Mode::Existing };
+        Self::open_file(path, opts, mode)
+    }
+
+    fn open_file(path: &Path, opts: Options, mode: Mode) -> Result<Db> {
+        let cap = opts.max_size.unwrap_or(FILE_MAX);
+        let (dev, created) = file::open(path, cap, mode)?;
+        let len = dev.len()?;
+        match Core::open(Box::new(dev), opts, mode == Mode::Create, Some(len)) {
+            Ok(core) => Ok(Db::from_core(core)),
+            Err(e) => {
+                if created {
+                    let _ = std::fs::remove_file(path);
+                } else if mode == Mode::Create {
+                    // It was empty: leave it so.
+                    let _ = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .and_then(|f| f.set_len(0));
+                }
+                Err(match e {
+                    Error::NotAStore => Error::NotAStoreFile {
+                        path: path.to_path_buf(),
+                        why: "no valid flashkv superblock".into(),
+                    },
+                    e => e,
+                })
+            }
+        }
+    }
+
+    fn from_core(core: Core) -> Db {
+        Db {
+            core: Mutex::new(core),
+        }
+    }
+
+    /// The core, unless an earlier failure left it out of step with the
+    /// device: a panic inside an operation (the mutex is poisoned) or an
+    /// error midway through a write. Then every call fails until the store
+    /// is reopened, which recovers the last durable state.
     fn lock(&self) -> Result<MutexGuard<'_, Core>> {
-        let c = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        let c = self.core.lock().map_err(|_| Error::Poisoned)?;
         if c.poisoned {
             return Err(Error::Poisoned);
         }
@@ -358,62 +428,51 @@ fn encode_meta(m: &Meta, out: &mut Vec<u8>) {
     }
 }
 
+/// Options checked before anything is read or written.
+fn check_options(opts: &Options) -> Result<()> {
+    if opts.buffer_pages == 0 {
+        return Err(Error::Options("buffer_pages must be at least 1".into()));
+    }
+    if let Some(io) = opts.io {
+        if !(0.0..=1.0).contains(&io.breakeven_fraction) {
+            return Err(Error::Options(format!(
+                "breakeven fraction {} must be within 0..=1",
+                io.breakeven_fraction
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Core {
-    fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Core> {
-        if opts.buffer_pages == 0 {
-            return Err(Error::Options("buffer_pages must be at least 1".into()));
-        }
-        if let Some(io) = opts.io {
-            if !(0.0..=1.0).contains(&io.breakeven_fraction) {
-                return Err(Error::Options(format!(
-                    "breakeven fraction {} must be within 0..=1",
-                    io.breakeven_fraction
-                )));
-            }
-        }
+    /// Opens the store on `device`. `create`: a blank device gets a new
+    /// store.
+    /// `file_len`: the length of the file holding the store, for file stores.
+    fn open(
+        device: Box<dyn BlockDevice>,
+        opts: Options,
+        create: bool,
+        file_len: Option<u64>,
+    ) -> Result<Core> {
+        check_options(&opts)?;
         let mut disk = Disk::new(device);
-        let geo = disk.geo;
-        let sector = u64::from(geo.sector_size);
-        let align = geo.erase_unit.unwrap_or(sector);
-        let slot_len = round_up(SLOT_BYTES, align);
-        let ckpt = match Checkpoint::read_latest(&mut disk, slot_len)? {
-            Some(c) => {
-                if let Some(k) = opts.store.filter(|k| *k != c.store) {
-                    return Err(Error::StoreMismatch {
-                        stored: c.store.name(),
-                        requested: k.name(),
-                    });
-                }
-                c
-            }
-            None => Self::plan(&opts, &disk, slot_len)?,
-        };
+        let ckpt = Self::recognise(&mut disk, &opts, create)?;
         let created = ckpt.seq == 0;
+        let geo = disk.geo;
         let l = ckpt.layout;
         if l.data_start + l.data_len > geo.capacity || l.wal_start + l.wal_len > l.data_start {
             return Err(corrupt("checkpoint layout exceeds the device"));
         }
-        let mut store: Box<dyn PageStore> = match ckpt.store {
-            StoreKind::InPlace => {
-                let ps = u64::from(ckpt.page_size);
-                if !(512..=65536).contains(&ps) || ps % sector != 0 {
-                    return Err(Error::Options(format!(
-                        "page size {ps} must be 512..=65536 and a multiple of the {sector}-byte sector"
-                    )));
-                }
-                let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
-                Box::new(InPlace::new(
-                    l.data_start,
-                    l.data_len,
-                    ps as usize,
-                    unit,
-                    geo.program_once,
-                ))
+        let store = Self::make_store(&ckpt, &disk)?;
+        if let Some(len) = file_len {
+            // A checkpoint is written after every page it covers.
+            if len < store.extent(ckpt.next_page) {
+                return Err(corrupt(format!(
+                    "the file is {len} bytes, shorter than the store it holds: truncated"
+                )));
             }
-            StoreKind::InPageLogging(g) => {
-                Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
-            }
-        };
+        }
+        let sector = u64::from(geo.sector_size);
         let mut wal = Wal::new(l.wal_start, l.wal_len, sector, ckpt.wal_seq, ckpt.seq);
         let records = if created {
             Vec::new()
@@ -434,13 +493,13 @@ impl Core {
             wal_seq: ckpt.wal_seq,
             sync: opts.sync,
             io: opts.io,
+            trim_log: file_len.is_some(),
             poisoned: false,
             commits: 0,
             checkpoints: 0,
-            store: Box::new(InPlace::new(0, 0, 512, 512, false)),
+            store,
             disk,
         };
-        std::mem::swap(&mut core.store, &mut store);
         if let Some(io) = opts.io {
             core.store.set_write_size(io.seq_write_bytes);
         }
@@ -463,6 +522,60 @@ impl Core {
         core.guard(Core::checkpoint)?;
         core.pool.unpin(&mut *core.store, &mut core.disk)?;
         Ok(core)
+    }
+
+    /// The newest checkpoint on the device; on a blank device (when
+    /// `create`) the first checkpoint of a new store, written before
+    /// anything else so that a store whose creation a crash interrupted is
+    /// still recognised as one.
+    fn recognise(disk: &mut Disk, opts: &Options, create: bool) -> Result<Checkpoint> {
+        let geo = disk.geo;
+        let align = geo.erase_unit.unwrap_or(u64::from(geo.sector_size));
+        let slot_len = round_up(SLOT_BYTES, align);
+        match Checkpoint::read_latest(disk, slot_len)? {
+            Some(c) => {
+                if let Some(k) = opts.store.filter(|k| *k != c.store) {
+                    return Err(Error::StoreMismatch {
+                        stored: c.store.name(),
+                        requested: k.name(),
+                    });
+                }
+                Ok(c)
+            }
+            None if create => {
+                let c = Self::plan(opts, disk, slot_len)?;
+                c.write(disk)?;
+                Ok(c)
+            }
+            None => Err(Error::NotAStore),
+        }
+    }
+
+    /// The page store a checkpoint describes.
+    fn make_store(ckpt: &Checkpoint, disk: &Disk) -> Result<Box<dyn PageStore>> {
+        let (geo, l) = (disk.geo, ckpt.layout);
+        let sector = u64::from(geo.sector_size);
+        Ok(match ckpt.store {
+            StoreKind::InPlace => {
+                let ps = u64::from(ckpt.page_size);
+                if !(512..=65536).contains(&ps) || ps % sector != 0 {
+                    return Err(Error::Options(format!(
+                        "page size {ps} must be 512..=65536 and a multiple of the {sector}-byte sector"
+                    )));
+                }
+                let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
+                Box::new(InPlace::new(
+                    l.data_start,
+                    l.data_len,
+                    ps as usize,
+                    unit,
+                    geo.program_once,
+                ))
+            }
+            StoreKind::InPageLogging(g) => {
+                Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
+            }
+        })
     }
 
     /// The layout and first checkpoint of a new store.
@@ -502,20 +615,17 @@ impl Core {
                 )));
             }
         }
-        if let StoreKind::InPageLogging(g) = kind {
-            // The erase-unit map must fit a checkpoint slot.
-            let units = opts.max_size.unwrap_or(DEFAULT_MAX).min(geo.capacity) / g.unit_size();
-            if units * (25 + u64::from(g.log_sectors)) + 4096 > slot_len {
-                return Err(Error::Options(format!(
-                    "{units} erase units do not fit a checkpoint: lower max_size"
-                )));
-            }
-        }
         let wal_start = 2 * slot_len;
         let wal_len = round_up(opts.wal_size.max(64 << 10), 2 * align);
         let data_start = wal_start + wal_len;
-        let end = opts.max_size.unwrap_or(DEFAULT_MAX).min(geo.capacity);
-        let end = end - end % align;
+        let end = opts.max_size.unwrap_or(geo.capacity).min(geo.capacity);
+        let mut end = end - end % align;
+        if let StoreKind::InPageLogging(g) = kind {
+            // The erase-unit map must fit a checkpoint slot: a store holds
+            // at most that many units (about 2.2 GiB with the seed layout).
+            let units = (slot_len - 4096) / (25 + u64::from(g.log_sectors));
+            end = end.min(data_start + units * g.unit_size());
+        }
         if end <= data_start {
             return Err(Error::Options(format!(
                 "device of {} bytes is too small (need more than {data_start})",
@@ -722,8 +832,16 @@ impl Core {
         c.write(&mut self.disk)?;
         self.ckpt_seq += 1;
         self.checkpoints += 1;
-        if let Some(w) = &mut self.disk.journal {
+        if let Some(mut w) = self.disk.journal.take() {
+            // The checkpoint is durable: the records before it are not needed.
+            let (off, len) = w.written();
+            let r = match self.trim_log && len > 0 {
+                true => self.disk.erase(Region::Wal, off, len),
+                false => Ok(()),
+            };
             w.reset(self.ckpt_seq);
+            self.disk.journal = Some(w);
+            r?;
         }
         Ok(())
     }

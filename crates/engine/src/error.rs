@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use thiserror::Error;
 
 use flashkv_device::DeviceError;
@@ -17,6 +19,14 @@ pub enum Error {
     },
     #[error("not a flashkv store: no valid superblock")]
     NotAStore,
+    #[error("{}: not a flashkv store ({why}); nothing was written", path.display())]
+    NotAStoreFile { path: PathBuf, why: String },
+    #[error("{}: no such store (create it with Db::create or open_or_create)", path.display())]
+    NoStore { path: PathBuf },
+    #[error("{}: already exists and is not empty; a new store is created only in a missing or empty file", path.display())]
+    Exists { path: PathBuf },
+    #[error("{}: the store is open in another {}", path.display(), holder.map_or("process".to_string(), |p| format!("process (pid {p})")))]
+    Locked { path: PathBuf, holder: Option<u32> },
     #[error("key of {len} bytes is too large (limit {max})")]
     KeyTooLarge { len: usize, max: usize },
     #[error("value of {len} bytes is too large (limit {max})")]

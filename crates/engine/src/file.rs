@@ -1,21 +1,280 @@
-//! Opening a store in a file.
+//! A store in a file: the file grows as the store does, and one process at
+//! a time writes it.
+//!
+//! The device a file store sees has a fixed *virtual* capacity
+//! ([`crate::Options::max_size`]); the file itself is only as long as the
+//! highest byte written, and reads past its end return zeros, so a new store
+//! of a few pages is a few hundred KiB on disk, not its capacity. Buffered
+//! I/O with fdatasync on flush: O_DIRECT would force 4 KiB sectors, and
+//! in-page logging writes 512-byte log sectors.
+//!
+//! An exclusive `flock` is held for as long as the store is open; a second
+//! opener gets [`Error::Locked`], naming the holder's process id where
+//! `/proc/locks` tells it. `flock` locks belong to the open file, so two
+//! opens in one process exclude each other too.
 
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use flashkv_device::{BlockDevice, FileDevice, FileOptions};
+use flashkv_device::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-/// The file at `path` as a device: a new or empty file is sized to `size`,
-/// an existing one keeps its length (a truncated store is then found out,
-/// not silently extended). Buffered I/O with fdatasync on flush: O_DIRECT
-/// would force 4 KiB sectors, and in-page logging writes 512-byte log sectors.
-pub(crate) fn open(path: &Path, size: u64) -> Result<Box<dyn BlockDevice>> {
-    let opts = FileOptions {
-        capacity: size,
-        create: true,
-        direct: false,
-        read_only: false,
+/// Sector of a file store: what in-page logging's log sectors need.
+const SECTOR: u32 = 512;
+
+/// How [`open`] treats the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// The file must exist (and hold a store: the caller checks).
+    Existing,
+    /// The file must be missing or empty.
+    Create,
+}
+
+/// A file holding a store, locked for this process.
+pub(crate) struct StoreFile {
+    file: File,
+    path: PathBuf,
+    capacity: u64,
+    opened: Instant,
+    stats: DeviceStats,
+}
+
+fn io_err(path: &Path, e: io::Error) -> Error {
+    Error::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// Opens the file at `path` as a device of `capacity` bytes. Returns the
+/// device and whether this call created the file (so a failed creation can
+/// remove it again). Nothing is written here.
+pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile, bool)> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_err(path, e)),
     };
-    Ok(Box::new(FileDevice::open(path, &opts)?))
+    if let Some(m) = &meta {
+        if !m.is_file() {
+            return Err(Error::NotAStoreFile {
+                path: path.to_path_buf(),
+                why: "not a regular file".into(),
+            });
+        }
+    }
+    let created = meta.is_none();
+    match (mode, &meta) {
+        (Mode::Existing, None) => {
+            return Err(Error::NoStore {
+                path: path.to_path_buf(),
+            })
+        }
+        (Mode::Create, Some(m)) if m.len() > 0 => {
+            return Err(Error::Exists {
+                path: path.to_path_buf(),
+            })
+        }
+        _ => {}
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(created)
+        .open(path)
+        .map_err(|e| io_err(path, e))?;
+    let dev = StoreFile {
+        file,
+        path: path.to_path_buf(),
+        capacity: capacity - capacity % u64::from(SECTOR),
+        opened: Instant::now(),
+        stats: DeviceStats::default(),
+    };
+    if let Err(e) = dev.lock() {
+        drop(dev);
+        if created {
+            let _ = std::fs::remove_file(path);
+        }
+        return Err(e);
+    }
+    if mode == Mode::Create && dev.file.metadata().map_err(|e| io_err(path, e))?.len() > 0 {
+        // Someone wrote the file between our check and our lock.
+        return Err(Error::Exists {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok((dev, created))
+}
+
+impl StoreFile {
+    fn lock(&self) -> Result<()> {
+        // SAFETY: flock only reads its integer arguments; the descriptor is
+        // owned by `self.file` and open for the duration of the call.
+        let rc = unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            let ino = self.file.metadata().map(|m| m.ino()).unwrap_or(0);
+            return Err(Error::Locked {
+                path: self.path.clone(),
+                holder: lock_holder(ino),
+            });
+        }
+        Err(io_err(&self.path, e))
+    }
+
+    /// The file's length now.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| io_err(&self.path, e))?
+            .len())
+    }
+
+    fn now(&self) -> Nanos {
+        self.opened.elapsed().as_nanos() as Nanos
+    }
+
+    fn done(&mut self, start: Nanos) -> Completion {
+        let end = self.now().max(start);
+        self.stats.busy_ns += end - start;
+        Completion {
+            start,
+            end,
+            energy_nj: 0,
+        }
+    }
+
+    fn dev_err(&self, e: io::Error) -> DeviceError {
+        DeviceError::Io(io::Error::new(
+            e.kind(),
+            format!("{}: {e}", self.path.display()),
+        ))
+    }
+}
+
+/// The process holding a `flock` on the file with inode `ino`, from
+/// `/proc/locks` ("1: FLOCK ADVISORY WRITE 1234 08:01:5678 0 EOF").
+fn lock_holder(ino: u64) -> Option<u32> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let i = f.iter().position(|w| *w == "FLOCK")?;
+        let pid = f.get(i + 3)?.parse().ok()?;
+        let inode: u64 = f.get(i + 4)?.rsplit(':').next()?.parse().ok()?;
+        (inode == ino).then_some(pid)
+    })
+}
+
+impl BlockDevice for StoreFile {
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            sector_size: SECTOR,
+            erase_unit: None,
+            capacity: self.capacity,
+            program_once: false,
+        }
+    }
+
+    fn read_at(
+        &mut self,
+        _at: Nanos,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> flashkv_device::Result<Completion> {
+        self.geometry().check(offset, buf.len() as u64)?;
+        let start = self.now();
+        // Past the end of the file the store has written nothing: zeros.
+        let mut got = 0;
+        while got < buf.len() {
+            match self.file.read_at(&mut buf[got..], offset + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.dev_err(e)),
+            }
+        }
+        buf[got..].fill(0);
+        self.stats.host_reads += 1;
+        self.stats.host_read_bytes += buf.len() as u64;
+        Ok(self.done(start))
+    }
+
+    fn write_at(
+        &mut self,
+        _at: Nanos,
+        offset: u64,
+        buf: &[u8],
+    ) -> flashkv_device::Result<Completion> {
+        self.geometry().check(offset, buf.len() as u64)?;
+        let start = self.now();
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| self.dev_err(e))?;
+        self.stats.host_writes += 1;
+        self.stats.host_write_bytes += buf.len() as u64;
+        Ok(self.done(start))
+    }
+
+    fn flush_at(&mut self, _at: Nanos) -> flashkv_device::Result<Completion> {
+        let start = self.now();
+        self.file.sync_data().map_err(|e| self.dev_err(e))?;
+        self.stats.flushes += 1;
+        Ok(self.done(start))
+    }
+
+    fn trim_at(&mut self, _at: Nanos, offset: u64, len: u64) -> flashkv_device::Result<Completion> {
+        self.geometry().check(offset, len)?;
+        let start = self.now();
+        let end = self.file.metadata().map_err(|e| self.dev_err(e))?.len();
+        let len = len.min(end.saturating_sub(offset));
+        if len > 0 {
+            punch_hole(&self.file, offset, len).map_err(|e| self.dev_err(e))?;
+        }
+        self.stats.trims += 1;
+        Ok(self.done(start))
+    }
+
+    fn clock(&self) -> Nanos {
+        self.now()
+    }
+
+    fn stats(&self) -> DeviceStats {
+        self.stats.clone()
+    }
+}
+
+/// Gives `[offset, offset+len)` back to the file system (it reads as zeros);
+/// where the file system cannot, writes zeros.
+fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    // SAFETY: fallocate only reads its integer arguments; the descriptor is
+    // owned by `file` and open for the duration of the call.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            off,
+            n,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let zeros = vec![0u8; len.min(1 << 20) as usize];
+    let mut pos = offset;
+    while pos < offset + len {
+        let k = (offset + len - pos).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..k], pos)?;
+        pos += k as u64;
+    }
+    Ok(())
 }

@@ -15,6 +15,8 @@ pub const FORMAT_VERSION: u8 = 1;
 const HDR: usize = 32;
 /// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
 pub const SLOT_BYTES: u64 = 1 << 20;
+/// Bytes at the start of a device that must be zero for it to count as blank.
+const BLANK_CHECK: u64 = 64 << 10;
 
 /// Where the regions of a store lie on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +59,14 @@ impl Reader<'_> {
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
+}
+
+/// Whether `head` is what a write of a superblock over zeros leaves when
+/// torn inside its magic: a proper prefix of the magic, then zeros.
+fn torn_magic(head: &[u8]) -> bool {
+    let magic = MAGIC.to_le_bytes();
+    let k = head.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    k < magic.len() && head[..k] == magic[..k]
 }
 
 impl Checkpoint {
@@ -165,11 +175,16 @@ impl Checkpoint {
         disk.flush()
     }
 
-    /// The newest valid checkpoint; `Ok(None)` on a device holding no store.
+    /// The newest valid checkpoint; `Ok(None)` on a blank device, or one
+    /// where the first write of a new store (its first checkpoint, in slot
+    /// 0, before anything was committed) was torn.
     pub fn read_latest(disk: &mut Disk, slot_len: u64) -> Result<Option<Checkpoint>> {
         let sector = u64::from(disk.geo.sector_size);
         let mut best: Option<Checkpoint> = None;
-        let mut blanks = 0u32;
+        // Per slot: its first sector is all zeros.
+        let mut blank = [true; 2];
+        // Slot 0 holds what a torn first checkpoint can leave.
+        let mut torn_first = false;
         let mut first_err = None;
         for slot in 0..2u64 {
             let off = slot * slot_len;
@@ -179,27 +194,45 @@ impl Checkpoint {
             let mut head = vec![0u8; sector as usize];
             disk.read(Region::Meta, off, &mut head)?;
             if head.iter().all(|&b| b == 0) {
-                blanks += 1;
                 continue;
             }
+            blank[slot as usize] = false;
+            let magic_prefix = torn_magic(&head);
             match Self::parse(disk, off, slot_len, head) {
                 Ok(c) => {
                     if !matches!(&best, Some(b) if b.seq >= c.seq) {
                         best = Some(c);
                     }
                 }
-                Err(e) => first_err = first_err.or(Some(e)),
+                Err(e) => {
+                    torn_first |= slot == 0 && (magic_prefix || matches!(e, Error::Corrupt(_)));
+                    first_err = first_err.or(Some(e));
+                }
             }
         }
-        match (best, blanks, first_err) {
-            (Some(c), _, _) => Ok(Some(c)),
-            (None, _, Some(e @ Error::Version { .. })) => Err(e),
-            // Nothing valid and a slot never written: the first checkpoint,
-            // written when the store was created, was torn; nothing was
-            // committed yet.
-            (None, 1.., _) => Ok(None),
-            (None, 0, _) => Err(Error::NotAStore),
+        let fresh = blank[1] && (blank[0] || torn_first) && Self::blank(disk, sector)?;
+        match (best, first_err) {
+            (Some(c), _) => Ok(Some(c)),
+            (None, _) if fresh => Ok(None),
+            // The magic matched but the rest did not: ours, and damaged.
+            (None, Some(e @ (Error::Version { .. } | Error::Corrupt(_)))) => Err(e),
+            (None, _) => Err(Error::NotAStore),
         }
+    }
+
+    /// Whether the start of the device after its first `skip` bytes is all
+    /// zeros, as on a device never written: a new store may be made there.
+    /// Foreign formats put their own headers in this range (partition
+    /// tables, file-system superblocks), so they are never taken for blank.
+    fn blank(disk: &mut Disk, skip: u64) -> Result<bool> {
+        let len = BLANK_CHECK.min(disk.geo.capacity);
+        let len = len - len % u64::from(disk.geo.sector_size);
+        if len <= skip {
+            return Ok(true);
+        }
+        let mut buf = vec![0u8; (len - skip) as usize];
+        disk.read(Region::Meta, skip, &mut buf)?;
+        Ok(buf.iter().all(|&b| b == 0))
     }
 
     fn parse(disk: &mut Disk, off: u64, slot_len: u64, head: Vec<u8>) -> Result<Checkpoint> {

@@ -162,6 +162,11 @@ impl Wal {
         Ok(out)
     }
 
+    /// Offset and length of the records written in the current epoch.
+    pub fn written(&self) -> (u64, u64) {
+        (self.start, self.pos)
+    }
+
     /// Starts over in a new epoch (after a checkpoint), in the other half of
     /// the region: the records of the previous epoch stay intact until the
     /// checkpoint that replaces them is durable.

@@ -110,7 +110,7 @@ fn both_stores_in_a_real_file() {
             .buffer_pages(4)
             .max_size(32 << 20)
             .wal_size(2 << 20);
-        let db = Db::open_path(&path, opts.clone()).unwrap();
+        let db = Db::create(&path, opts.clone()).unwrap();
         for i in 0..2000u32 {
             db.put(&(i % 900).to_be_bytes(), &[i as u8; 60]).unwrap();
         }

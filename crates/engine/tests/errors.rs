@@ -137,7 +137,7 @@ fn corruption_is_detected_never_misread() {
 fn truncated_and_foreign_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let db = Db::open_path(&path, small()).unwrap();
+    let db = Db::create(&path, small()).unwrap();
     for i in 0..500u32 {
         db.put(&i.to_be_bytes(), b"some value").unwrap();
     }
@@ -150,8 +150,9 @@ fn truncated_and_foreign_files() {
     std::fs::write(&path, vec![0xA5u8; 8192]).unwrap();
     assert!(matches!(
         Db::open_path(&path, small()),
-        Err(Error::NotAStore)
+        Err(Error::NotAStoreFile { .. })
     ));
+    assert_eq!(std::fs::read(&path).unwrap(), vec![0xA5u8; 8192]);
 }
 
 #[test]

@@ -152,6 +152,17 @@ impl PageStore for InPlace {
     fn unit_of(&self, id: PageId) -> u64 {
         (self.offset(id) - self.start) / self.unit
     }
+    fn extent(&self, next_page: PageId) -> u64 {
+        match next_page {
+            0 => 0,
+            n => self.offset(n),
+        }
+    }
+    fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId> {
+        // The pages whose first byte lies in the unit.
+        let ps = self.page_size as u64;
+        (unit * self.unit).div_ceil(ps)..((unit + 1) * self.unit).div_ceil(ps)
+    }
     fn log_capacity(&self) -> usize {
         0
     }

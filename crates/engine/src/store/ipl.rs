@@ -47,7 +47,10 @@ pub(crate) struct Ipl {
     unit_size: u64,
     phys_units: u64,
     map: Vec<Option<Unit>>,
+    /// Physical units given back by merges; every unit at or above
+    /// `fresh` has never been used. The lowest free unit is taken first.
     free: BTreeSet<u64>,
+    fresh: u64,
     next_gen: u64,
     stats: StoreStats,
 }
@@ -82,6 +85,7 @@ impl Ipl {
             phys_units: len / unit_size,
             map: Vec::new(),
             free: BTreeSet::new(),
+            fresh: 0,
             next_gen: 1,
             stats: StoreStats::default(),
         };
@@ -98,7 +102,6 @@ impl Ipl {
         let nlog = self.g.log_sectors as usize;
         let bad = || corrupt("in-page logging state malformed");
         if b.is_empty() {
-            self.free = (0..self.phys_units).collect();
             return Ok(());
         }
         if b.len() < 16 {
@@ -136,7 +139,8 @@ impl Ipl {
         if pos != b.len() || self.map.len() as u64 > self.phys_units {
             return Err(bad());
         }
-        self.free = (0..self.phys_units).filter(|p| !used.contains(p)).collect();
+        self.fresh = used.last().map_or(0, |u| u + 1);
+        self.free = (0..self.fresh).filter(|p| !used.contains(p)).collect();
         Ok(())
     }
 
@@ -160,7 +164,7 @@ impl Ipl {
         if let Some(old) = self.map[l as usize].replace(unit) {
             self.free.insert(old.phys);
         }
-        self.free.remove(&phys);
+        self.take(phys);
         self.next_gen = self.next_gen.max(gen + 1);
         Ok(())
     }
@@ -269,11 +273,23 @@ impl Ipl {
         pages
     }
 
+    /// Marks physical unit `phys` used.
+    fn take(&mut self, phys: u64) {
+        if phys >= self.fresh {
+            self.free.extend(self.fresh..phys);
+            self.fresh = phys + 1;
+        } else {
+            self.free.remove(&phys);
+        }
+    }
+
     fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
-        let phys = self
-            .free
-            .pop_first()
-            .ok_or(Error::Full("no free erase unit"))?;
+        let phys = match self.free.first() {
+            Some(&p) => p,
+            None if self.fresh < self.phys_units => self.fresh,
+            None => return Err(Error::Full("no free erase unit")),
+        };
+        self.take(phys);
         let off = self.unit_off(phys);
         if disk.programmed(off, self.unit_size) {
             // Left over from a merge a crash interrupted.
@@ -341,6 +357,30 @@ impl Ipl {
     }
 }
 
+impl Ipl {
+    /// Whether writing `frames` (all of logical unit `l`) needs a merge:
+    /// one of them does on its own, or, where the unit's pages share their
+    /// log sectors, more of them log than there are free sectors left.
+    fn group_needs_merge(&self, disk: &Disk, l: usize, frames: &[(PageId, Frame)]) -> bool {
+        if frames.iter().any(|(id, f)| self.needs_merge(disk, *id, f)) {
+            return true;
+        }
+        let (Some(u), None) = (self.unit(l), self.g.sectors_per_page) else {
+            return false;
+        };
+        let logging = frames
+            .iter()
+            .filter(|(id, _)| u.written & (1 << (id % self.ppu)) != 0)
+            .count();
+        let free = (0..u.owners.len())
+            .filter(|&i| {
+                u.owners[i] == 0 && !disk.programmed(self.log_off(u.phys, i), u64::from(LOG_SECTOR))
+            })
+            .count();
+        logging > free
+    }
+}
+
 /// Decodes a log sector of page `slot` in a unit of generation `gen`.
 pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64) -> Result<Vec<Op>> {
     if sec.len() < LOG_HDR {
@@ -397,6 +437,15 @@ impl PageStore for Ipl {
     }
     fn unit_of(&self, id: PageId) -> u64 {
         id / self.ppu
+    }
+    fn extent(&self, _: PageId) -> u64 {
+        // Into the last unit in use: at least its first sector was written.
+        self.fresh
+            .checked_sub(1)
+            .map_or(0, |u| self.unit_off(u) + u64::from(LOG_SECTOR))
+    }
+    fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId> {
+        unit * self.ppu..(unit + 1) * self.ppu
     }
     fn log_capacity(&self) -> usize {
         LOG_SECTOR as usize - LOG_HDR
@@ -461,7 +510,7 @@ impl PageStore for Ipl {
             return Ok(());
         };
         let (l, _) = self.split(first);
-        if frames.iter().any(|(id, f)| self.needs_merge(disk, *id, f)) {
+        if self.group_needs_merge(disk, l, frames) {
             return self.merge(disk, l, frames);
         }
         if self.unit(l).is_none() {
@@ -484,9 +533,11 @@ impl PageStore for Ipl {
                 self.write_page(disk, u.phys, u.gen, slot, &mut f.page)?;
                 self.map[l].as_mut().expect("mapped").written |= 1 << slot;
             } else {
-                let i = self
-                    .free_sector(disk, &u, slot)
-                    .expect("checked by needs_merge");
+                let Some(i) = self.free_sector(disk, &u, slot) else {
+                    unreachable!(
+                        "group_needs_merge counted a free log sector for every logging page"
+                    );
+                };
                 disk.write(
                     Region::Data,
                     self.log_off(u.phys, i),

@@ -45,6 +45,12 @@ pub(crate) trait PageStore: Send {
     fn max_pages(&self) -> u64;
     /// Erase unit of a page (for policies grouping writes by unit).
     fn unit_of(&self, id: PageId) -> u64;
+    /// Bytes of the device (from 0) that hold pages once pages
+    /// `0..next_page` have all been written: a file shorter than that was
+    /// truncated.
+    fn extent(&self, next_page: PageId) -> u64;
+    /// The pages of erase unit `unit`: consecutive ids.
+    fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId>;
     /// Bytes of log records one in-page log write holds; 0: the store does not log.
     fn log_capacity(&self) -> usize;
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;

@@ -1,0 +1,155 @@
+//! Opening is safe: a store is created only where asked, foreign files are
+//! never written, one `Db` at a time holds a store, and files grow with
+//! the store instead of being sized up front.
+
+use std::path::Path;
+
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use rand::{RngCore, SeedableRng};
+
+fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    rand::rngs::SmallRng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+/// Foreign contents a user may point a store at by mistake.
+fn foreign_files() -> Vec<(&'static str, Vec<u8>)> {
+    let mut text = b"meeting notes\n".to_vec();
+    text.resize(18, b' ');
+    // A file-system image: zeros up to its superblock at 1 KiB, as ext4 has.
+    let mut fs_image = vec![0u8; 4 << 20];
+    fs_image[1024 + 56..1024 + 58].copy_from_slice(&0xEF53u16.to_le_bytes());
+    // Zeros at the start, data further on (beyond where a checkpoint looks).
+    let mut late_data = vec![0u8; 20 << 20];
+    late_data[(18 << 20)..(18 << 20) + 5].copy_from_slice(b"hello");
+    vec![
+        ("text", text),
+        ("1 KB random", random_bytes(1 << 10, 1)),
+        ("1 MiB random", random_bytes(1 << 20, 2)),
+        ("64 MiB random", random_bytes(64 << 20, 3)),
+        ("fs image", fs_image),
+        ("late data", late_data),
+    ]
+}
+
+fn assert_untouched(path: &Path, want: &[u8], what: &str) {
+    let got = std::fs::read(path).unwrap();
+    assert!(got == want, "{what}: the file was modified");
+}
+
+#[test]
+fn foreign_files_are_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    for (what, bytes) in foreign_files() {
+        let path = dir.path().join(what.replace(' ', "_"));
+        std::fs::write(&path, &bytes).unwrap();
+        for kind in [
+            StoreKind::InPlace,
+            StoreKind::InPageLogging(IplGeometry::seed()),
+        ] {
+            let opts = Options::default().store(kind);
+            let e = Db::open_path(&path, opts.clone()).err().expect(what);
+            if what == "late data" {
+                // Zeros where a store keeps its superblocks: not a store either.
+                assert!(matches!(e, Error::NotAStoreFile { .. }), "{what}: {e}");
+            }
+            assert!(matches!(e, Error::NotAStoreFile { .. }), "{what}: {e}");
+            assert!(e.to_string().contains("nothing was written"), "{e}");
+            let e = Db::open_or_create(&path, opts.clone()).err().expect(what);
+            assert!(matches!(e, Error::NotAStoreFile { .. }), "{what}: {e}");
+            let e = Db::create(&path, opts).err().expect(what);
+            assert!(matches!(e, Error::Exists { .. }), "{what}: {e}");
+            assert_untouched(&path, &bytes, what);
+        }
+    }
+}
+
+#[test]
+fn a_missing_store_is_not_created_by_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.db");
+    let e = Db::open_path(&path, Options::default()).err().unwrap();
+    assert!(matches!(e, Error::NoStore { .. }), "{e}");
+    assert!(!path.exists(), "open created a file");
+    // A directory is not a store either.
+    let e = Db::open_path(dir.path(), Options::default()).err().unwrap();
+    assert!(matches!(e, Error::NotAStoreFile { .. }), "{e}");
+}
+
+#[test]
+fn create_takes_missing_or_empty_files_and_they_grow_with_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    std::fs::write(&path, b"").unwrap();
+    let db = Db::create(&path, Options::default()).unwrap();
+    let small = std::fs::metadata(&path).unwrap().len();
+    // The default limit is 64 GiB; a new store is a few MiB of sparse file.
+    assert!(small < 32 << 20, "new store is {small} bytes");
+    for i in 0..20_000u32 {
+        db.put(&i.to_be_bytes(), &[7u8; 100]).unwrap();
+    }
+    db.checkpoint().unwrap();
+    let big = std::fs::metadata(&path).unwrap().len();
+    assert!(big > small, "file did not grow: {small} -> {big}");
+    drop(db);
+    let db = Db::open_or_create(&path, Options::default()).unwrap();
+    assert_eq!(db.get(&77u32.to_be_bytes()).unwrap(), Some(vec![7u8; 100]));
+}
+
+#[test]
+fn a_second_open_of_a_store_is_locked_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let db = Db::create(&path, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let e = Db::open_path(&path, Options::default()).err().unwrap();
+    match &e {
+        Error::Locked { holder, .. } => {
+            assert_eq!(*holder, Some(std::process::id()), "{e}")
+        }
+        e => panic!("expected Locked, got {e}"),
+    }
+    assert!(e.to_string().contains("another process"), "{e}");
+    drop(db);
+    let db = Db::open_path(&path, Options::default()).unwrap();
+    assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn a_failed_create_removes_the_file_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tiny.db");
+    // Too small for the layout: creation fails after the file exists.
+    let e = Db::create(&path, Options::default().max_size(64 << 10))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Options(_)), "{e}");
+    assert!(!path.exists(), "failed create left {}", path.display());
+}
+
+#[test]
+fn a_truncated_store_is_reported_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in [
+        StoreKind::InPlace,
+        StoreKind::InPageLogging(IplGeometry::seed()),
+    ] {
+        let path = dir.path().join(format!("{}.db", kind.name()));
+        let db = Db::create(&path, Options::default().store(kind)).unwrap();
+        for i in 0..5000u32 {
+            db.put(&i.to_be_bytes(), &[1u8; 200]).unwrap();
+        }
+        db.close().unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(len / 2).unwrap();
+        drop(f);
+        let e = Db::open_path(&path, Options::default()).err().unwrap();
+        assert!(
+            matches!(&e, Error::Corrupt(m) if m.contains("truncated")),
+            "{}: {e}",
+            kind.name()
+        );
+    }
+}
