@@ -5,9 +5,11 @@
 //! the page header. A value cell is `[0][bytes]` inline or
 //! `[1][length u32][first overflow page u64]`. Changes to existing pages are
 //! made as typed operations ([`Op`]) so the in-page logging store can log
-//! them; splits rewrite pages whole. Deletes leave leaves underfull (no
-//! merging of nodes); pages of dropped overflow chains go on a free list
-//! that allocation takes from first.
+//! them; splits rewrite pages whole. A leaf emptied by deletes leaves the
+//! tree (its siblings are joined, its parent drops it, an internal node
+//! left childless goes too, and a root with one child hands over to it);
+//! its page, like those of dropped overflow chains, goes on a free list
+//! that allocation takes from first. Underfull leaves are not merged.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -169,10 +171,7 @@ impl Tree<'_> {
                 return Err(corrupt(format!("page {id}: broken overflow chain")));
             }
             let next = p.next();
-            let mut free = Page::new(self.store.page_size(), id, Kind::Free);
-            free.set_next(self.meta.free_head);
-            self.put_whole(free)?;
-            self.meta.free_head = id;
+            self.free_page(id)?;
             id = next;
         }
         Ok(())
@@ -322,17 +321,91 @@ impl Tree<'_> {
         }
     }
 
-    /// Removes `key`. Returns whether it existed.
+    /// Removes `key`. Returns whether it existed. A leaf left empty leaves
+    /// the tree and its page goes on the free list.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
-        let leaf = *self.path(key)?.last().unwrap();
+        let path = self.path(key)?;
+        let leaf = *path.last().unwrap();
         let p = self.page(leaf)?;
         let Ok(i) = p.search(key) else {
             return Ok(false);
         };
         let old_cell = p.val(i).to_vec();
+        let emptied = p.len() == 1;
         self.apply(leaf, Op::Delete(key.to_vec()))?;
         self.free_value(&old_cell)?;
+        if emptied && path.len() > 1 {
+            self.unlink_leaf(leaf)?;
+            self.remove_child(&path[..path.len() - 1], key)?;
+            self.free_page(leaf)?;
+            self.shrink_root()?;
+        }
         Ok(true)
+    }
+
+    /// Joins the siblings of an empty leaf to each other.
+    fn unlink_leaf(&mut self, leaf: PageId) -> Result<()> {
+        let p = self.page(leaf)?;
+        let (prev, next) = (p.prev(), p.next());
+        if prev != NO_PAGE {
+            self.apply(prev, Op::SetNext(next))?;
+        }
+        if next != NO_PAGE {
+            self.apply(next, Op::SetPrev(prev))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the child covering `key` from the internal node at the end
+    /// of `path`; a node left with no child at all leaves its parent too.
+    fn remove_child(&mut self, path: &[PageId], key: &[u8]) -> Result<()> {
+        let Some((&id, above)) = path.split_last() else {
+            return Err(corrupt("removing a child of no node"));
+        };
+        let p = self.page(id)?;
+        debug_assert_eq!(p.kind(), Kind::Internal);
+        if p.is_empty() {
+            // Its only child, the leftmost, is going: the node goes too.
+            if above.is_empty() {
+                return Err(corrupt(format!("root {id} lost its only child")));
+            }
+            self.remove_child(above, key)?;
+            return self.free_page(id);
+        }
+        match child_index(p, key) {
+            0 => {
+                // The leftmost child goes: the first keyed child takes its place.
+                let (first_key, first) = (p.key(0).to_vec(), child_at(p, 0)?);
+                self.apply(id, Op::SetNext(first))?;
+                self.apply(id, Op::Delete(first_key))
+            }
+            i => {
+                let k = p.key(i - 1).to_vec();
+                self.apply(id, Op::Delete(k))
+            }
+        }
+    }
+
+    /// Puts page `id` (no longer referenced) on the free list.
+    fn free_page(&mut self, id: PageId) -> Result<()> {
+        let mut free = Page::new(self.store.page_size(), id, Kind::Free);
+        free.set_next(self.meta.free_head);
+        self.put_whole(free)?;
+        self.meta.free_head = id;
+        Ok(())
+    }
+
+    /// While the root is an internal node with one child, that child becomes the root.
+    fn shrink_root(&mut self) -> Result<()> {
+        loop {
+            let root = self.meta.root;
+            let p = self.page(root)?;
+            if p.kind() != Kind::Internal || !p.is_empty() {
+                return Ok(());
+            }
+            self.meta.root = p.next();
+            self.free_page(root)?;
+        }
     }
 
     /// Puts `(key, cell)` into the full node at the end of `path`, splitting

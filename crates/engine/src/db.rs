@@ -11,6 +11,7 @@ use crate::buffer::{BufferPool, BufferStats};
 use crate::error::{corrupt, Error, Result};
 use crate::file::{self, Mode};
 use crate::io::{Disk, Region, RegionStats};
+use crate::iter::{as_ref, prefix_end, Range};
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
@@ -345,6 +346,49 @@ impl Db {
         c.read(|t| t.scan(as_ref(&lo), as_ref(&hi), reverse, limit))
     }
 
+    /// Iterator over the pairs with keys in `range`, ascending, holding
+    /// one chunk of pairs at a time (see [`Range`] for what it sees of
+    /// concurrent writes).
+    ///
+    /// ```
+    /// # use flashkv_engine::{Db, Options};
+    /// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+    /// for k in [b"a1", b"a2", b"b1"] {
+    ///     db.put(k, b"").unwrap();
+    /// }
+    /// let keys: Vec<Vec<u8>> = db.prefix(b"a").map(|r| r.unwrap().0).collect();
+    /// assert_eq!(keys, [b"a1".to_vec(), b"a2".to_vec()]);
+    /// assert_eq!(db.range_rev(..).next().unwrap().unwrap().0, b"b1");
+    /// ```
+    pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
+        Range::new(
+            self,
+            owned(range.start_bound()),
+            owned(range.end_bound()),
+            false,
+        )
+    }
+
+    /// Like [`Db::range`], descending.
+    pub fn range_rev<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
+        Range::new(
+            self,
+            owned(range.start_bound()),
+            owned(range.end_bound()),
+            true,
+        )
+    }
+
+    /// Iterator over the pairs whose keys start with `prefix`, ascending.
+    pub fn prefix(&self, prefix: &[u8]) -> Range<'_> {
+        Range::new(
+            self,
+            Bound::Included(prefix.to_vec()),
+            prefix_end(prefix),
+            false,
+        )
+    }
+
     /// Makes every write so far durable.
     pub fn flush(&self) -> Result<()> {
         let mut c = self.lock()?;
@@ -403,14 +447,6 @@ impl Db {
             .unwrap_or_else(|e| e.into_inner())
             .store
             .kind()
-    }
-}
-
-fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

@@ -1,0 +1,105 @@
+//! Streaming range reads: [`Range`] walks a key range a chunk at a time,
+//! so a scan of any size holds at most one chunk of pairs in memory.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+
+use crate::db::Db;
+use crate::error::Result;
+
+/// Pairs fetched from the tree per chunk.
+const CHUNK: usize = 64;
+
+/// Iterator over the pairs of a key range, ascending ([`Db::range`]) or
+/// descending ([`Db::range_rev`]).
+///
+/// Each chunk is read under the store's lock; between chunks writers may
+/// run. Keys come strictly in order and never twice; a pair changed
+/// after the iterator passed it is not seen again, one changed ahead of it
+/// is seen as it is when its chunk is read (read committed, per chunk).
+/// An error is returned once and ends the iteration.
+pub struct Range<'a> {
+    db: &'a Db,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    reverse: bool,
+    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    done: bool,
+}
+
+impl<'a> Range<'a> {
+    pub(crate) fn new(db: &'a Db, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>, reverse: bool) -> Self {
+        Range {
+            db,
+            lo,
+            hi,
+            reverse,
+            buf: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    /// Reads the next chunk and moves the range's near end past it.
+    fn refill(&mut self) -> Result<()> {
+        let range = (as_ref(&self.lo), as_ref(&self.hi));
+        let chunk = self.db.scan_dir(range, self.reverse, CHUNK)?;
+        self.done = chunk.len() < CHUNK;
+        if let Some((last, _)) = chunk.last() {
+            let past = Bound::Excluded(last.clone());
+            if self.reverse {
+                self.hi = past;
+            } else {
+                self.lo = past;
+            }
+        }
+        self.buf.extend(chunk);
+        Ok(())
+    }
+}
+
+impl Iterator for Range<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buf.is_empty() && !self.done {
+            if let Err(e) = self.refill() {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        self.buf.pop_front().map(Ok)
+    }
+}
+
+pub(crate) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The least key greater than every key starting with `prefix`, if any.
+pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Bound::Excluded(end);
+        }
+    }
+    Bound::Unbounded
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_is_the_next_prefix() {
+        assert_eq!(prefix_end(b"ab"), Bound::Excluded(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff"), Bound::Excluded(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff\xff"), Bound::Unbounded);
+        assert_eq!(prefix_end(b""), Bound::Unbounded);
+    }
+}
