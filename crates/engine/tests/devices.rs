@@ -122,3 +122,27 @@ fn both_stores_in_a_real_file() {
         assert_eq!(db.scan(..).unwrap(), want);
     }
 }
+
+/// The shared log layout writing several logged pages of one unit with
+/// fewer free log sectors than pages merges first (it used to panic).
+#[test]
+fn shared_layout_merges_when_pages_outnumber_free_sectors() {
+    use rand::{Rng, SeedableRng};
+    let dev = Box::new(flashkv_device::presets::open("nand-ipl").unwrap());
+    let opts = Options::default()
+        .store(StoreKind::InPageLogging(IplGeometry::shared()))
+        .buffer_pages(64);
+    let db = Db::open(dev, opts).unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+    let mut model = std::collections::BTreeMap::new();
+    for _ in 0..20_000 {
+        let k: [u8; 8] = rng.gen();
+        db.put(&k, &[k[0]; 100]).unwrap();
+        model.insert(k.to_vec(), vec![k[0]; 100]);
+    }
+    db.flush().unwrap();
+    db.checkpoint().unwrap();
+    assert!(db.stats().store.merges > 0);
+    let got: std::collections::BTreeMap<_, _> = db.scan(..).unwrap().into_iter().collect();
+    assert!(got == model, "contents differ after merges");
+}
