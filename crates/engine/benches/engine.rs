@@ -81,5 +81,39 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// Get latency with 1k and 100k resident frames, on a hot set resident in
+/// both: buffer bookkeeping must not grow with the frames (it once walked
+/// all of them on every get).
+fn frames(c: &mut Criterion) {
+    const PAGES: u32 = 100_000;
+    let mut g = c.benchmark_group("frames");
+    g.sample_size(20)
+        .measurement_time(std::time::Duration::from_secs(2));
+    for frames in [1_000usize, 100_000] {
+        let dev = Box::new(flashkv_device::presets::open("dram-ssd").unwrap());
+        let db = Db::open(dev, Options::default().buffer_pages(frames).wal(false)).unwrap();
+        // Two values of 1,800 bytes fill a leaf: 2 * PAGES keys, PAGES leaves.
+        for i in 0..2 * PAGES {
+            db.put(&key(i), &[1u8; 1800]).unwrap();
+        }
+        for i in 0..2 * PAGES {
+            db.get(&key(i)).unwrap();
+        }
+        let hot: Vec<[u8; 16]> = (0..500).map(key).collect();
+        for k in &hot {
+            db.get(k).unwrap();
+        }
+        assert!(db.stats().resident_pages >= frames.min(PAGES as usize) * 9 / 10);
+        let mut i = 0;
+        g.bench_function(format!("get/{frames}"), |b| {
+            b.iter(|| {
+                i = (i + 7) % hot.len();
+                db.get(&hot[i]).unwrap().unwrap()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, frames);
 criterion_main!(benches);

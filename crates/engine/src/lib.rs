@@ -5,7 +5,8 @@
 //! * [`Db`]: `get` / `put` / `delete` / `update` / `insert_auto` / ordered
 //!   `scan` both ways / atomic [`WriteBatch`] / `flush`.
 //! * A B+-tree whose nodes are slotted pages (module `btree`, `page`).
-//! * A buffer pool with a pluggable replacement [`Policy`] ([`Lru`] now).
+//! * A buffer pool with a pluggable replacement [`Policy`] ([`Lru`] by
+//!   default; CLOCK, CFLRU, CFDC, LRU-WSR, FAB and ARC in [`policies`]).
 //! * A page store chosen in [`Options`]: [`StoreKind::InPlace`] or
 //!   [`StoreKind::InPageLogging`] (erase units of data pages + log sectors,
 //!   "bomb" pages, out-of-place merges).
@@ -64,10 +65,25 @@
 //!
 //! # Limits
 //!
-//! Deleting keys leaves leaves underfull (nodes are not merged, their pages
-//! not reused); only the overflow pages of replaced or deleted values go on
-//! a free list. Operations are serialised by one mutex. A batch must fit
-//! half the write-ahead log ([`Options::wal_size`]).
+//! A leaf emptied by deletes leaves the tree and its page is reused, but
+//! underfull leaves are not merged. Operations are serialised by one mutex
+//! (readers wait for a writer). A batch's page images must fit half the
+//! write-ahead log ([`Options::wal_size`]). An in-page-logging store holds
+//! at most what its erase-unit map in a 1 MiB checkpoint slot describes
+//! (about 2.2 GiB with the seed layout).
+//!
+//! # Files
+//!
+//! [`Db::create`], [`Db::open_path`] and [`Db::open_or_create`] keep a
+//! store in a file that grows as the store does, hold an exclusive `flock`
+//! while open ([`Error::Locked`] for a second opener) and never write a
+//! file that does not already hold a store, unless it was missing or empty
+//! and creation was asked for. A store's first write is its first
+//! checkpoint (in slot 0), so a store whose creation a crash cut short is
+//! still recognised as one; [`Db::open`] on a device creates a store only
+//! where the first 64 KiB are zeros. After a panic or a device error in the
+//! middle of an operation every call answers [`Error::Poisoned`] until the
+//! store is reopened.
 //!
 //! ```
 //! use flashkv_engine::{Db, Options};
