@@ -113,7 +113,7 @@ pub struct QueuedIo {
 }
 
 /// A byte-addressed, sector-aligned block device.
-pub trait BlockDevice: Send {
+pub trait BlockDevice: Send + Sync {
     /// Sector size, erase unit, capacity.
     fn geometry(&self) -> Geometry;
 

@@ -8,7 +8,7 @@ use crate::{
 /// served, what it costs and which NAND work it causes. The data itself is
 /// kept by [`SimDevice`]; a model only sees offsets and lengths, already
 /// checked against [`Model::geometry`].
-pub trait Model: Send {
+pub trait Model: Send + Sync {
     fn geometry(&self) -> Geometry;
     /// Costs a read of `len` bytes at `offset` issued at `at`.
     fn read(

@@ -115,5 +115,39 @@ fn frames(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, frames);
+/// Random point reads of a cached store from 1 and 2 threads: the time
+/// per read of each thread, so 2 threads scaling perfectly show the same
+/// time as 1 (criterion's throughput is per thread).
+fn threads(c: &mut Criterion) {
+    let dev = Box::new(flashkv_device::presets::open("dram-ssd").unwrap());
+    let db = loaded(Db::open(dev, Options::default().buffer_pages(4096)).unwrap());
+    for i in 0..KEYS {
+        db.get(&key(i)).unwrap();
+    }
+    let mut g = c.benchmark_group("threads");
+    g.sample_size(20)
+        .measurement_time(std::time::Duration::from_secs(3));
+    for n in [1usize, 2] {
+        g.bench_function(format!("get/{n}"), |b| {
+            b.iter_custom(|iters| {
+                let start = std::time::Instant::now();
+                std::thread::scope(|s| {
+                    for t in 0..n {
+                        let db = &db;
+                        s.spawn(move || {
+                            let mut rng = SmallRng::seed_from_u64(t as u64);
+                            for _ in 0..iters {
+                                db.get(&key(rng.gen_range(0..KEYS))).unwrap().unwrap();
+                            }
+                        });
+                    }
+                });
+                start.elapsed()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, frames, threads);
 criterion_main!(benches);

@@ -117,6 +117,46 @@ fn child_for(p: &Page, key: &[u8]) -> Result<PageId> {
     }
 }
 
+/// The value of `key` when every page it takes is resident in `pool`,
+/// read without changing anything but the pool's record of shared uses;
+/// `Ok(None)`: some page is not resident (or too many uses wait).
+pub(crate) fn get_resident(
+    pool: &BufferPool,
+    meta: &Meta,
+    key: &[u8],
+) -> Result<Option<Option<Vec<u8>>>> {
+    let mut used = Vec::with_capacity(8);
+    let mut id = meta.root;
+    let leaf = loop {
+        let Some(p) = pool.peek(id) else {
+            return Ok(None);
+        };
+        used.push(id);
+        match p.kind() {
+            Kind::Leaf => break p,
+            Kind::Internal => id = child_for(p, key)?,
+            Kind::Overflow | Kind::Free => {
+                return Err(corrupt(format!("page {id}: not a tree page")))
+            }
+        }
+        if used.len() > MAX_DEPTH {
+            return Err(corrupt("tree too deep"));
+        }
+    };
+    let value = match leaf.search(key) {
+        Err(_) => None,
+        Ok(i) => {
+            let cell = leaf.val(i);
+            match cell.first() {
+                Some(0) => Some(cell[1..].to_vec()),
+                // Overflow chains go the exclusive way.
+                _ => return Ok(None),
+            }
+        }
+    };
+    Ok(pool.note_shared(&used).then_some(value))
+}
+
 impl Tree<'_> {
     fn page(&mut self, id: PageId) -> Result<&Page> {
         if id >= self.meta.next_page {

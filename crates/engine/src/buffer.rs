@@ -10,6 +10,7 @@
 //! page stores number a unit's pages consecutively).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::io::Disk;
@@ -55,8 +56,21 @@ pub struct BufferStats {
     pub group_writes: u64,
 }
 
+/// Page uses seen by readers holding the store shared, for the policy.
+#[derive(Default)]
+struct SharedUses {
+    pages: Vec<PageId>,
+    hits: u64,
+}
+
+/// Uses readers may record before one is sent down the exclusive path to
+/// hand them over.
+const MAX_SHARED_USES: usize = 4096;
+
 pub(crate) struct BufferPool {
     frames: HashMap<PageId, Frame>,
+    /// Uses by shared readers, in order, not yet given to the policy.
+    shared: Mutex<SharedUses>,
     /// Resident pages that differ from the page store's copy.
     dirty: BTreeSet<PageId>,
     /// Pages the running batch pinned, in the order it pinned them.
@@ -111,6 +125,7 @@ impl BufferPool {
     pub fn new(capacity: usize, policy: Box<dyn Policy>, index_resident: bool) -> BufferPool {
         BufferPool {
             frames: HashMap::new(),
+            shared: Mutex::new(SharedUses::default()),
             dirty: BTreeSet::new(),
             pinned: Vec::new(),
             capacity: capacity.max(1),
@@ -141,6 +156,39 @@ impl BufferPool {
 
     pub fn resident(&self) -> usize {
         self.frames.len()
+    }
+
+    /// The resident page `id`, without recording a use (see [`Self::note_shared`]).
+    pub fn peek(&self, id: PageId) -> Option<&Page> {
+        self.frames.get(&id).map(|f| &f.page)
+    }
+
+    /// Records that a shared reader used `pages` (all resident); false,
+    /// recording nothing, when too many uses wait for the policy already.
+    pub fn note_shared(&self, pages: &[PageId]) -> bool {
+        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if s.pages.len() + pages.len() > MAX_SHARED_USES {
+            return false;
+        }
+        s.pages.extend_from_slice(pages);
+        s.hits += pages.len() as u64;
+        true
+    }
+
+    /// Gives the policy the uses shared readers recorded, in order. Runs
+    /// first under the exclusive lock, so those pages are still resident.
+    pub fn drain_shared(&mut self) {
+        let s = std::mem::take(self.shared.get_mut().unwrap_or_else(|e| e.into_inner()));
+        self.stats.hits += s.hits;
+        for id in s.pages {
+            debug_assert!(
+                self.frames.contains_key(&id),
+                "shared use of evicted page {id}"
+            );
+            if self.frames.contains_key(&id) {
+                self.policy.access(id);
+            }
+        }
     }
 
     /// The frame of `id`, read from the store on a miss.

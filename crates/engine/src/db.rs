@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockWriteGuard};
 
 use flashkv_device::{BlockDevice, DeviceStats};
 
@@ -114,9 +114,11 @@ struct Core {
 
 /// An embedded, ordered key-value store on a [`BlockDevice`].
 ///
-/// All methods take `&self`; a `Db` can be shared between threads (an
-/// internal mutex serialises operations, so readers and a writer interleave
-/// safely).
+/// All methods take `&self`; a `Db` is `Send + Sync` and can be shared
+/// between threads. Point reads whose pages are in the buffer pool run in
+/// parallel; everything else takes the store exclusively, one operation at
+/// a time. Every operation sees the state after the last batch that
+/// completed before it (a batch is never seen in part).
 ///
 /// ```
 /// use flashkv_engine::{Db, Options, StoreKind, IplGeometry};
@@ -130,7 +132,7 @@ struct Core {
 /// assert_eq!(all, vec![(b"hello".to_vec(), b"world".to_vec())]);
 /// ```
 pub struct Db {
-    core: Mutex<Core>,
+    core: RwLock<Core>,
 }
 
 fn round_up(n: u64, to: u64) -> u64 {
@@ -217,7 +219,7 @@ impl Db {
 
     fn from_core(core: Core) -> Db {
         Db {
-            core: Mutex::new(core),
+            core: RwLock::new(core),
         }
     }
 
@@ -225,16 +227,36 @@ impl Db {
     /// device: a panic inside an operation (the mutex is poisoned) or an
     /// error midway through a write. Then every call fails until the store
     /// is reopened, which recovers the last durable state.
-    fn lock(&self) -> Result<MutexGuard<'_, Core>> {
-        let c = self.core.lock().map_err(|_| Error::Poisoned)?;
+    fn lock(&self) -> Result<RwLockWriteGuard<'_, Core>> {
+        let mut c = self.core.write().map_err(|_| Error::Poisoned)?;
         if c.poisoned {
             return Err(Error::Poisoned);
         }
+        // Hand the policy the page uses readers recorded meanwhile.
+        c.pool.drain_shared();
         Ok(c)
     }
 
+    /// `get` under the shared lock, when every page it needs is resident:
+    /// `Ok(None)` sends it to the exclusive path.
+    fn get_shared(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let c = self.core.read().map_err(|_| Error::Poisoned)?;
+        if c.poisoned {
+            return Err(Error::Poisoned);
+        }
+        btree::check_key(key, c.store.page_size())?;
+        btree::get_resident(&c.pool, &c.meta, key)
+    }
+
     /// The value of `key`, if any.
+    ///
+    /// Readers run in parallel with each other while the pages they need
+    /// are in the buffer pool; a read that misses, and every write, takes
+    /// the store exclusively.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(found) = self.get_shared(key)? {
+            return Ok(found);
+        }
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
         c.read(|t| t.get(key))
@@ -421,7 +443,8 @@ impl Db {
 
     /// Counters since open.
     pub fn stats(&self) -> Stats {
-        let c = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.core.write().unwrap_or_else(|e| e.into_inner());
+        c.pool.drain_shared();
         Stats {
             store_kind: c.store.kind().name(),
             policy: c.pool.policy_name(),
@@ -443,7 +466,7 @@ impl Db {
     /// The page store the store uses.
     pub fn store_kind(&self) -> StoreKind {
         self.core
-            .lock()
+            .read()
             .unwrap_or_else(|e| e.into_inner())
             .store
             .kind()

@@ -30,7 +30,7 @@ pub trait FrameView {
 }
 
 /// A buffer replacement policy.
-pub trait Policy: Send {
+pub trait Policy: Send + Sync {
     fn name(&self) -> &'static str;
     /// `page` entered the pool.
     fn admit(&mut self, page: PageId);

@@ -38,7 +38,7 @@ pub struct StoreStats {
 }
 
 /// A page store: reads and writes pages of one size in its region of the device.
-pub(crate) trait PageStore: Send {
+pub(crate) trait PageStore: Send + Sync {
     fn kind(&self) -> StoreKind;
     fn page_size(&self) -> usize;
     /// Pages the region can hold.
