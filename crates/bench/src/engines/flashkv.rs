@@ -11,15 +11,10 @@ use flashkv_engine::{Db, IplGeometry, Options, StoreKind, WriteBatch};
 use crate::engine::{Engine, Reader, Result};
 use crate::workload::{Key, Value};
 
-/// Room in the store per loaded pair: pages hold about 20 pairs of 174
-/// bytes, split leaves are half full, and deleted pages are not reused yet.
-const STORE_BYTES_PER_KEY: u64 = 4096;
 /// A batch must fit half the write-ahead log as whole page images (the
 /// default 16 MiB log rejects a 300k-pair batch), so size it to the load.
 const WAL_BYTES_PER_KEY: u64 = 800;
 const MIB: u64 = 1 << 20;
-/// The in-page-logging store's checkpoint slot caps it near 2.2 GiB.
-const MAX_STORE: u64 = 2 << 30;
 
 pub fn open_inplace(dir: &Path, keys: usize) -> Result<Box<dyn Engine>> {
     open_store(dir, keys, StoreKind::InPlace)
@@ -29,15 +24,13 @@ pub fn open_ipl(dir: &Path, keys: usize) -> Result<Box<dyn Engine>> {
     open_store(dir, keys, StoreKind::InPageLogging(IplGeometry::seed()))
 }
 
-/// Creates the store; sized up front, as the engine cannot grow a file yet.
+/// Creates the store (the file grows as it fills).
 fn open_store(dir: &Path, keys: usize, kind: StoreKind) -> Result<Box<dyn Engine>> {
-    let keys = keys as u64;
-    let wal = (keys * WAL_BYTES_PER_KEY)
+    let wal = (keys as u64 * WAL_BYTES_PER_KEY)
         .next_multiple_of(MIB)
         .max(64 * MIB);
-    let size = (wal + keys * STORE_BYTES_PER_KEY + 64 * MIB).min(MAX_STORE);
-    let opts = Options::default().store(kind).wal_size(wal).max_size(size);
-    let db = Db::open_path(dir.join("flashkv.db"), opts)?;
+    let opts = Options::default().store(kind).wal_size(wal);
+    let db = Db::create(dir.join("flashkv.db"), opts)?;
     Ok(Box::new(Flashkv { db }))
 }
 
@@ -90,7 +83,11 @@ impl Reader for FlashReader<'_> {
 
     fn range(&mut self, start: &Key, limit: usize) -> Result<usize> {
         let from = (Bound::Included(&start[..]), Bound::Unbounded);
-        let pairs = self.db.scan_dir(from, false, limit)?;
-        Ok(pairs.len())
+        let mut n = 0;
+        for pair in self.db.range(from).take(limit) {
+            pair?;
+            n += 1;
+        }
+        Ok(n)
     }
 }
