@@ -44,6 +44,8 @@ enum Name {
     Advisor,
     /// Seed 003: TPC-C-like OLTP on hdd-7200, ssd-lowend and HeteroDrive (the SSD in front of the HDD).
     Hybrid,
+    /// Simulator scale: simulated requests per wall second, time to the first request and peak RSS for 64 GiB, 512 GiB and 4 TiB nvme models (random 4 KB 50/50, QD1 and QD32).
+    SimScale,
 }
 
 impl Name {
@@ -54,6 +56,7 @@ impl Name {
             Name::Ipl => Experiment::Ipl,
             Name::Buffer => Experiment::Buffer,
             Name::Hybrid => Experiment::Hybrid,
+            Name::SimScale => Experiment::SimScale,
         }
     }
 }

@@ -52,9 +52,10 @@ pub struct ProfileArgs {
     /// Block sizes, e.g. 512,4k,64k,1m (binary multiples).
     #[arg(long, value_delimiter = ',', default_value = "4k,16k,64k,256k,1m", value_parser = parse_block)]
     pub(crate) block_sizes: Vec<u64>,
-    /// Measured requests per pattern and block size [default: 2000 on a
-    /// simulated device].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Measured requests per pattern and block size, 1 to 1e12 (e.g. 1e10;
+    /// latencies go into a histogram, so memory does not grow with it)
+    /// [default: 2000 on a simulated device].
+    #[arg(long, value_parser = parse_ops)]
     pub(crate) ops: Option<u64>,
     /// Bytes of the device the requests fall in, from offset 0 [default: the
     /// whole device; for a new --path file 256M].
@@ -86,6 +87,20 @@ fn parse_block(s: &str) -> Result<u64, String> {
 
 fn parse_span(s: &str) -> Result<u64, String> {
     parse_block(s)
+}
+
+/// A request count: an integer or a whole number in exponent form (1e10).
+fn parse_ops(s: &str) -> Result<u64, String> {
+    let max = flashkv_lab::profile::MAX_OPS;
+    let v = s
+        .parse::<u64>()
+        .ok()
+        .or_else(|| {
+            let f = s.parse::<f64>().ok()?;
+            (f.fract() == 0.0 && f >= 1.0 && f <= max as f64).then_some(f as u64)
+        })
+        .filter(|v| (1..=max).contains(v));
+    v.ok_or_else(|| format!("'{s}' is not a whole number of requests from 1 to {max} (1e12)"))
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
@@ -167,7 +182,17 @@ fn table(title: String, rows: &[ProfileRow]) -> Table {
     let mut t = Table::new(
         title,
         &[
-            "pattern", "block", "IOPS", "MB/s", "mean µs", "p99 µs", "µJ/op", "erases",
+            "pattern",
+            "block",
+            "IOPS",
+            "MB/s",
+            "mean µs",
+            "p50 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "µJ/op",
+            "erases",
         ],
     );
     for r in rows {
@@ -177,7 +202,10 @@ fn table(title: String, rows: &[ProfileRow]) -> Table {
             f(r.iops, 0),
             f(r.mb_per_s, 2),
             f(r.mean_latency_us, 1),
+            f(r.p50_latency_us, 1),
             f(r.p99_latency_us, 1),
+            f(r.p999_latency_us, 1),
+            f(r.max_latency_us, 1),
             f(r.energy_uj_per_op, 2),
             r.erases.to_string(),
         ]);

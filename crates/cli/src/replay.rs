@@ -195,7 +195,13 @@ fn print_human(o: &Output) {
         r.write_bytes as f64 / (1 << 20) as f64,
         r.makespan_ns as f64 / 1e9
     );
-    println!("  latency (µs)   count      mean       p50       p95       p99       max");
+    println!(
+        "  throughput {:.0} IOPS  {:.2} MB/s  over a makespan of {:.3} s",
+        r.iops,
+        r.mb_per_s,
+        r.makespan_ns as f64 / 1e9
+    );
+    println!("  latency (µs)   count      mean       p50       p95       p99     p99.9       max");
     for (name, l) in [
         ("all", r.latency),
         ("reads", r.read_latency),
@@ -221,13 +227,14 @@ fn print_human(o: &Output) {
 
 fn row(name: &str, l: Latency) {
     println!(
-        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "  {:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         name,
         l.count,
         us(l.mean_ns),
         us(l.p50_ns as f64),
         us(l.p95_ns as f64),
         us(l.p99_ns as f64),
+        us(l.p999_ns as f64),
         us(l.max_ns as f64)
     );
 }

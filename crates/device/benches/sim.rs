@@ -43,5 +43,25 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// Reads over the whole of a fresh `nvme` (no preconditioning): what the
+/// model itself costs per simulated read.
+fn fresh_reads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("nvme-fresh");
+    g.throughput(Throughput::Elements(BATCH));
+    let mut dev = presets::open("nvme").unwrap();
+    let pages = dev.geometry().capacity / 4096;
+    let mut buf = vec![0u8; 4096];
+    let mut rng = SmallRng::seed_from_u64(2);
+    g.bench_function("4k-random-read", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                let off = rng.gen_range(0..pages) * 4096;
+                dev.read(off, &mut buf).unwrap();
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, fresh_reads);
 criterion_main!(benches);

@@ -29,6 +29,10 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+mod map;
+
+use map::{BlockState, Blocks, L2p, Layout, NONE};
+
 use crate::nand::{
     default_sector, one, page_pieces, size_erase_counts, ArraySpec, Cost, NandArray, Timeline,
 };
@@ -98,9 +102,6 @@ fn default_op() -> f64 {
 fn default_gc() -> u32 {
     2
 }
-
-/// No logical or physical page (u32 keeps the maps small and flat).
-const NONE: u32 = u32::MAX;
 
 pub(crate) fn model(p: &FtlParams, capacity: u64) -> Result<Box<dyn Model>> {
     let array = ArraySpec {
@@ -184,33 +185,27 @@ fn internal(what: &'static str) -> DeviceError {
 
 // ------------------------------------------------------------ page mapping
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum BlockState {
-    Free,
-    Open,
-    Full,
-}
-
 struct Die {
     open: u32,
     /// Next page to program in `open`.
     wp: u32,
+    /// Blocks of this die never used yet: the die's `fresh`-th block onwards.
+    fresh: u32,
+    /// Erased blocks, in the order they were erased (used after the fresh ones).
     free: VecDeque<u32>,
 }
 
 struct PageFtl {
     front: Front,
     array: NandArray,
-    units: u32,
-    pages_per_block: u32,
+    layout: Layout,
     gc_free: usize,
-    /// Logical page -> physical page.
-    l2p: Vec<u32>,
-    /// Physical page -> logical page it holds, if still valid.
-    p2l: Vec<u32>,
-    /// Valid pages per physical block. Block `b` is on die `b % units`.
-    valid: Vec<u32>,
-    state: Vec<BlockState>,
+    /// Blocks per die.
+    per_die: u32,
+    l2p: L2p,
+    /// State, valid pages and reverse entries of each physical block.
+    /// Block `b` is on die `b % units`.
+    blocks: Blocks,
     dies: Vec<Die>,
     ctrl_free: Nanos,
     host: Timeline,
@@ -242,35 +237,33 @@ impl PageFtl {
         }
         let blocks = blocks_per_die.saturating_mul(units);
         require(
-            blocks.saturating_mul(n) < u64::from(NONE) && logical < u64::from(NONE),
+            blocks.saturating_mul(n) < u64::from(NONE) - 1 && logical < u64::from(NONE),
             "ftl: too many pages to map (raise page_size)",
         )?;
-        let mut dies: Vec<Die> = (0..units as u32)
+        let layout = Layout {
+            units: units as u32,
+            ppb: n as u32,
+        };
+        let dies = (0..units as u32)
             .map(|u| Die {
                 open: u,
                 wp: 0,
+                fresh: 1,
                 free: VecDeque::new(),
             })
             .collect();
-        let mut state = vec![BlockState::Free; blocks as usize];
-        for b in 0..blocks as u32 {
-            let u = (b % units as u32) as usize;
-            if b < units as u32 {
-                state[b as usize] = BlockState::Open;
-            } else {
-                dies[u].free.push_back(b);
-            }
+        let mut table = Blocks::new(blocks as usize, layout);
+        for u in 0..units as u32 {
+            table.set_state(u, BlockState::Open);
         }
         Ok(PageFtl {
             front,
             array,
-            units: units as u32,
-            pages_per_block: n as u32,
+            layout,
             gc_free: p.gc_free_blocks as usize,
-            l2p: vec![NONE; logical as usize],
-            p2l: vec![NONE; (blocks * n) as usize],
-            valid: vec![0; blocks as usize],
-            state,
+            per_die: blocks_per_die as u32,
+            l2p: L2p::new(logical, layout),
+            blocks: table,
             dies,
             ctrl_free: 0,
             host: Timeline::default(),
@@ -278,91 +271,129 @@ impl PageFtl {
     }
 
     fn unit(&self, lpn: u64) -> usize {
-        (lpn % u64::from(self.units)) as usize
+        (lpn % u64::from(self.layout.units)) as usize
+    }
+
+    /// Free blocks of die `u`.
+    fn free_blocks(&self, u: usize) -> usize {
+        (self.per_die - self.dies[u].fresh) as usize + self.dies[u].free.len()
     }
 
     /// Makes the next free block of die `u` its open block.
     fn open_next(&mut self, u: usize) -> Result<()> {
+        let units = self.layout.units;
         let d = &mut self.dies[u];
-        let b = d
-            .free
-            .pop_front()
-            .ok_or_else(|| internal("ftl: a die ran out of free blocks"))?;
-        self.state[d.open as usize] = BlockState::Full;
-        self.state[b as usize] = BlockState::Open;
-        d.open = b;
+        let b = if d.fresh < self.per_die {
+            d.fresh += 1;
+            (d.fresh - 1) * units + u as u32
+        } else {
+            d.free
+                .pop_front()
+                .ok_or_else(|| internal("ftl: a die ran out of free blocks"))?
+        };
+        let old = std::mem::replace(&mut d.open, b);
         d.wp = 0;
+        self.blocks.set_state(old, BlockState::Full);
+        self.blocks.set_state(b, BlockState::Open);
         Ok(())
     }
 
     /// Drops the physical page holding `lpn`, if any.
-    fn invalidate(&mut self, lpn: usize) {
-        let old = self.l2p[lpn];
+    fn invalidate(&mut self, lpn: u32) {
+        let old = self.l2p.get(lpn);
         if old != NONE {
-            self.p2l[old as usize] = NONE;
-            self.valid[(old / self.pages_per_block) as usize] -= 1;
-            self.l2p[lpn] = NONE;
+            self.blocks.sub_valid(old / self.layout.ppb);
+            self.l2p.set(lpn, NONE);
         }
     }
 
     /// Places `lpn` at the next page of die `u`'s open block (which has room).
     fn place(&mut self, u: usize, lpn: u32) {
         let d = &mut self.dies[u];
-        let ppn = d.open * self.pages_per_block + d.wp;
+        let ppn = d.open * self.layout.ppb + d.wp;
         d.wp += 1;
-        self.l2p[lpn as usize] = ppn;
-        self.p2l[ppn as usize] = lpn;
-        self.valid[d.open as usize] += 1;
+        let open = d.open;
+        self.l2p.set(lpn, ppn);
+        self.blocks.set_rev(ppn, lpn);
+        self.blocks.add_valid(open);
     }
 
     /// Programs logical page `lpn` (on its die) with data available at `t`.
     fn program_page(
         &mut self,
-        lpn: usize,
+        lpn: u32,
         t: Nanos,
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Result<Nanos> {
-        let u = self.unit(lpn as u64);
+        let u = self.unit(u64::from(lpn));
         self.invalidate(lpn);
-        if self.dies[u].wp == self.pages_per_block {
+        if self.dies[u].wp == self.layout.ppb {
             self.open_next(u)?;
-            while self.dies[u].free.len() < self.gc_free {
+            while self.free_blocks(u) < self.gc_free {
                 self.collect(u, t, st, cost)?;
             }
         }
-        self.place(u, lpn as u32);
+        self.place(u, lpn);
         Ok(self.array.program(u, t, self.front.page_size, st, cost))
     }
 
     /// Greedy garbage collection on die `u`: the full block with the fewest
     /// valid pages has them copied to the open block, then is erased.
     fn collect(&mut self, u: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Result<()> {
-        let victim = (u as u32..self.valid.len() as u32)
-            .step_by(self.units as usize)
-            .filter(|&b| self.state[b as usize] == BlockState::Full)
-            .min_by_key(|&b| self.valid[b as usize])
-            .filter(|&b| self.valid[b as usize] < self.pages_per_block)
+        let n = self.layout.ppb;
+        let victim = (u as u32..self.blocks.len() as u32)
+            .step_by(self.layout.units as usize)
+            .filter(|&b| self.blocks.state(b) == BlockState::Full)
+            .min_by_key(|&b| self.blocks.valid(b))
+            .filter(|&b| self.blocks.valid(b) < n)
             .ok_or_else(|| internal("ftl: no block to garbage-collect"))?;
-        let n = self.pages_per_block;
         for ppn in victim * n..(victim + 1) * n {
-            let lpn = self.p2l[ppn as usize];
-            if lpn == NONE {
+            let lpn = self.blocks.rev(ppn);
+            if lpn == NONE || self.l2p.get(lpn) != ppn {
                 continue;
             }
             if self.dies[u].wp == n {
                 self.open_next(u)?;
             }
-            self.invalidate(lpn as usize);
+            self.invalidate(lpn);
             self.place(u, lpn);
             self.array.copy(u, t, st, cost);
             st.gc_page_moves += 1;
         }
+        debug_assert_eq!(self.blocks.valid(victim), 0);
         self.array.erase(u, t, st, cost);
-        st.erase_counts[victim as usize] += 1;
-        self.state[victim as usize] = BlockState::Free;
+        st.erase_counts.add(u64::from(victim));
+        self.blocks.set_state(victim, BlockState::Free);
         self.dies[u].free.push_back(victim);
         Ok(())
+    }
+
+    /// Maps logical pages `[0, pages)` where a sequential fill of this fresh
+    /// device would put them, without simulating the writes.
+    fn fill(&mut self, pages: u32) {
+        self.l2p.set_filled(pages);
+        let (units, ppb) = (self.layout.units, self.layout.ppb);
+        for u in 0..units {
+            let count = pages.saturating_sub(u).div_ceil(units);
+            if count == 0 {
+                continue;
+            }
+            let used = count.div_ceil(ppb);
+            for k in 0..used {
+                let b = k * units + u;
+                let (state, valid) = if k + 1 < used {
+                    (BlockState::Full, ppb)
+                } else {
+                    (BlockState::Open, count - k * ppb)
+                };
+                self.blocks.set_filled(b, state, valid, pages);
+            }
+            let d = &mut self.dies[u as usize];
+            d.open = (used - 1) * units + u;
+            d.wp = count - (used - 1) * ppb;
+            d.fresh = used;
+        }
     }
 
     /// Starts a command at the controller; returns when its NAND work may begin.
@@ -375,43 +406,48 @@ impl PageFtl {
         self.ctrl_free
     }
 
+    /// Every logical page's physical page.
+    #[cfg(test)]
+    fn mapping(&self) -> Vec<u32> {
+        let logical = (self.front.capacity / self.front.page_size) as u32;
+        (0..logical).map(|l| self.l2p.get(l)).collect()
+    }
+
     #[cfg(test)]
     fn check_invariants(&self) -> std::result::Result<(), String> {
-        let n = self.pages_per_block;
-        let mut valid = vec![0u32; self.valid.len()];
-        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+        let (n, units) = (self.layout.ppb, self.layout.units);
+        let mut valid = vec![0u32; self.blocks.len()];
+        for (lpn, ppn) in self.mapping().into_iter().enumerate() {
             if ppn == NONE {
                 continue;
             }
-            if self.p2l[ppn as usize] != lpn as u32 {
+            if self.blocks.rev(ppn) != lpn as u32 {
                 return Err(format!(
                     "lpn {lpn} -> ppn {ppn}, which holds {}",
-                    self.p2l[ppn as usize]
+                    self.blocks.rev(ppn)
                 ));
             }
-            if self.state[(ppn / n) as usize] == BlockState::Free {
+            if self.blocks.state(ppn / n) == BlockState::Free {
                 return Err(format!("lpn {lpn} lives in free block {}", ppn / n));
             }
-            if (ppn / n) % self.units != lpn as u32 % self.units {
+            if (ppn / n) % units != lpn as u32 % units {
                 return Err(format!("lpn {lpn} is on the wrong die"));
             }
             valid[(ppn / n) as usize] += 1;
         }
-        for (ppn, &lpn) in self.p2l.iter().enumerate() {
-            if lpn != NONE && self.l2p[lpn as usize] != ppn as u32 {
-                return Err(format!("ppn {ppn} claims lpn {lpn}, which maps elsewhere"));
-            }
-        }
-        if valid != self.valid {
+        if (0..valid.len() as u32).any(|b| valid[b as usize] != self.blocks.valid(b)) {
             return Err("valid counts do not match the mapping".into());
         }
         for (u, d) in self.dies.iter().enumerate() {
-            if self.state[d.open as usize] != BlockState::Open || d.open % self.units != u as u32 {
+            if self.blocks.state(d.open) != BlockState::Open || d.open % units != u as u32 {
                 return Err(format!("die {u}: bad open block"));
             }
+            let fresh = (d.fresh..self.per_die).map(|k| k * units + u as u32);
             if d.free
                 .iter()
-                .any(|&b| self.state[b as usize] != BlockState::Free || self.valid[b as usize] != 0)
+                .copied()
+                .chain(fresh)
+                .any(|b| self.blocks.state(b) != BlockState::Free || self.blocks.valid(b) != 0)
             {
                 return Err(format!("die {u}: a free block is in use"));
             }
@@ -432,7 +468,7 @@ impl Model for PageFtl {
         len: u64,
         st: &mut DeviceStats,
     ) -> Result<Completion> {
-        size_erase_counts(st, self.valid.len());
+        size_erase_counts(st, self.blocks.len());
         let mut cost = Cost::new(at);
         let t = self.command(at, self.front.read_cmd_ns, &mut cost);
         // A page's die is fixed by its number, so reads need no map lookup;
@@ -454,7 +490,7 @@ impl Model for PageFtl {
         len: u64,
         st: &mut DeviceStats,
     ) -> Result<Completion> {
-        size_erase_counts(st, self.valid.len());
+        size_erase_counts(st, self.blocks.len());
         let mut cost = Cost::new(at);
         let t = self.command(at, self.front.write_cmd_ns, &mut cost);
         let ps = self.front.page_size;
@@ -462,11 +498,11 @@ impl Model for PageFtl {
             let dur = self.front.host_ns(bytes);
             let hs = self.host.book(t, dur);
             cost.busy(hs, hs + dur);
-            let lpn = (pos / ps) as usize;
+            let lpn = (pos / ps) as u32;
             let mut ready = hs + dur;
-            if bytes < ps && self.l2p[lpn] != NONE {
+            if bytes < ps && self.l2p.get(lpn) != NONE {
                 // Part of a page: read the rest of it to merge.
-                let u = self.unit(lpn as u64);
+                let u = self.unit(u64::from(lpn));
                 ready = ready.max(self.array.read(u, t, ps, st, &mut cost));
             }
             self.program_page(lpn, ready, st, &mut cost)?;
@@ -491,13 +527,23 @@ impl Model for PageFtl {
         let ps = self.front.page_size;
         // Only whole pages can be dropped; a partly trimmed page keeps its data.
         for lpn in offset.div_ceil(ps)..(offset + len) / ps {
-            self.invalidate(lpn as usize);
+            self.invalidate(lpn as u32);
         }
         Ok(cost.completion())
     }
 
     fn busy_until(&self) -> Option<Nanos> {
         Some(self.ctrl_free)
+    }
+
+    fn fill(&mut self, len: u64) -> bool {
+        let ps = self.front.page_size;
+        let fresh = self.l2p.is_empty() && self.dies.iter().all(|d| d.wp == 0 && d.fresh == 1);
+        if !fresh || len % ps != 0 {
+            return false;
+        }
+        self.fill((len / ps) as u32);
+        true
     }
 }
 
@@ -583,7 +629,7 @@ impl BlockFtl {
         for u in 0..self.units as usize {
             self.array.erase(u, t, st, cost);
         }
-        st.erase_counts[pb as usize] += 1;
+        st.erase_counts.add(u64::from(pb));
         self.free.push_back(pb);
     }
 
@@ -884,12 +930,11 @@ mod tests {
                 }
             }
             for (lpn, &l) in live.iter().enumerate() {
-                prop_assert_eq!(f.l2p[lpn] != NONE, l, "lpn {}", lpn);
+                prop_assert_eq!(f.l2p.get(lpn as u32) != NONE, l, "lpn {}", lpn);
             }
             // 40 blocks of 8 pages hold 256 logical pages: every case collects.
             prop_assert!(st.gc_page_moves > 0 && st.block_erases > 0);
-            let erases: u64 = st.erase_counts.iter().map(|&c| u64::from(c)).sum();
-            prop_assert_eq!(erases, st.block_erases);
+            prop_assert_eq!(st.erase_counts.total(), st.block_erases);
         }
 
         #[test]
@@ -957,6 +1002,49 @@ mod tests {
         );
     }
 
+    /// The fast fill leaves the state the simulated sequential fill does:
+    /// same mapping, and the same costs and counts for what follows.
+    #[test]
+    fn fast_fill_matches_simulating_the_fill() {
+        for pages in [256u64, 100, 17, 1] {
+            let mut slow = page_ftl(0.25);
+            let mut fast = page_ftl(0.25);
+            let mut st_slow = DeviceStats::default();
+            for p in 0..pages {
+                slow.write(0, p * 4096, 4096, &mut st_slow).unwrap();
+            }
+            assert!(Model::fill(&mut fast, pages * 4096));
+            assert!(!Model::fill(&mut fast, pages * 4096), "only a fresh device");
+            assert_eq!(slow.mapping(), fast.mapping(), "{pages} pages");
+            fast.check_invariants().unwrap();
+            let before = st_slow.clone();
+            let mut st_fast = DeviceStats::default();
+            let mut x = 99u64;
+            let mut at = 1 << 40; // after the slow fill's work is done
+            for _ in 0..3000 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let off = (x >> 33) % 256 * 4096;
+                let a = slow.write(at, off, 4096, &mut st_slow).unwrap();
+                let b = fast.write(at, off, 4096, &mut st_fast).unwrap();
+                assert_eq!(a, b);
+                at = a.end;
+            }
+            assert_eq!(slow.mapping(), fast.mapping());
+            assert_eq!(
+                st_slow.gc_page_moves - before.gc_page_moves,
+                st_fast.gc_page_moves
+            );
+            assert_eq!(
+                st_slow.block_erases - before.block_erases,
+                st_fast.block_erases
+            );
+            assert!(st_fast.gc_page_moves > 0, "the comparison covers GC");
+            fast.check_invariants().unwrap();
+        }
+    }
+
     #[test]
     fn trimmed_pages_are_not_moved_by_gc() {
         let mut f = page_ftl(0.25);
@@ -965,7 +1053,7 @@ mod tests {
             f.write(0, page * 4096, 4096, &mut st).unwrap();
         }
         f.trim(0, 0, 1 << 20, &mut st).unwrap();
-        assert!(f.valid.iter().all(|&v| v == 0));
+        assert!((0..f.blocks.len() as u32).all(|b| f.blocks.valid(b) == 0));
         let mut x = 7u64;
         for _ in 0..2000 {
             x = x

@@ -129,6 +129,9 @@ impl SeekCurve {
     /// the crossing is found by scanning integer knees (keeping running sums
     /// of the sqrt region) and bisecting inside the bracketing interval.
     fn fit(t2t: f64, full: f64, avg: f64, cyl: u64) -> Result<SeekCurve> {
+        if cyl > EXACT_FIT_CYLINDERS {
+            return SeekCurve::fit_large(t2t, full, avg, cyl);
+        }
         let cf = cyl as f64;
         let w = |d: u64| 2.0 * (cf - d as f64) / (cf * cf);
         let (mut tot0, mut tot1) = (0.0, 0.0);
@@ -163,16 +166,99 @@ impl SeekCurve {
                 return Ok(SeekCurve::with_knee(t2t, full, cyl, hi));
             }
         }
-        Err(crate::DeviceError::Spec(format!(
-            "hdd: seek_avg_ms {:.3} is not reachable with seek_track_ms {:.3} and seek_full_ms {:.3} \
-             on {cyl} cylinders (reachable {:.3}..{:.3} ms); adjust the seek times or the capacity",
-            avg / 1e6,
-            t2t / 1e6,
-            full / 1e6,
-            lowest / 1e6,
-            highest / 1e6
-        )))
+        Err(unreachable(t2t, full, avg, cyl, lowest, highest))
     }
+
+    /// [`SeekCurve::fit`] in time independent of the cylinder count: the
+    /// sums over distances come from closed forms (Euler–Maclaurin for the
+    /// square roots), and the knee is found by bisection, since the mean
+    /// rises with it.
+    fn fit_large(t2t: f64, full: f64, avg: f64, cyl: u64) -> Result<SeekCurve> {
+        let cf = cyl as f64;
+        // Sums of w(d)·{1, √d, d} over d in 1..=m, w(d) = 2(C-d)/C².
+        let sums = |m: u64| {
+            let x = m as f64;
+            let s0 = cf * x - x * (x + 1.0) / 2.0;
+            let s1 = cf * x * (x + 1.0) / 2.0 - x * (x + 1.0) * (2.0 * x + 1.0) / 6.0;
+            let sh = cf * power_sum(m, 0.5) - power_sum(m, 1.5);
+            let k = 2.0 / (cf * cf);
+            (k * s0, k * sh, k * s1)
+        };
+        let (tot0, _, tot1) = sums(cyl - 1);
+        let mean = |k: f64, (s0, sh, s1): (f64, f64, f64)| {
+            let c = SeekCurve::with_knee(t2t, full, cyl, k);
+            c.a * s0 + c.b * sh + c.c * (tot0 - s0) + c.e * (tot1 - s1)
+        };
+        // Knee k takes distances d < k into the square-root region.
+        let at = |k: u64| mean(k as f64, sums(k - 1));
+        let (lowest, highest) = (mean(1.0, (0.0, 0.0, 0.0)), at(cyl - 1));
+        if !(lowest..=highest).contains(&avg) {
+            return Err(unreachable(t2t, full, avg, cyl, lowest, highest));
+        }
+        // The first integer knee whose mean reaches avg.
+        let (mut lo, mut hi) = (1u64, cyl - 1);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if at(mid) >= avg {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let region = sums(hi - 1);
+        let (mut a, mut b) = ((hi - 1) as f64, hi as f64);
+        for _ in 0..60 {
+            let mid = (a + b) / 2.0;
+            if mean(mid, region) < avg {
+                a = mid;
+            } else {
+                b = mid;
+            }
+        }
+        Ok(SeekCurve::with_knee(t2t, full, cyl, b))
+    }
+}
+
+/// Above this many cylinders the seek curve is fitted in closed form
+/// ([`SeekCurve::fit_large`]) instead of by summing over every distance, so
+/// setting up a drive of any capacity takes microseconds. Every preset is below it.
+const EXACT_FIT_CYLINDERS: u64 = 1 << 20;
+
+/// Σ_{d=1..m} d^p: summed below 10^4 terms, else by Euler–Maclaurin
+/// (relative error far below 1e-12 there).
+fn power_sum(m: u64, p: f64) -> f64 {
+    if m < 10_000 {
+        return (1..=m).map(|d| (d as f64).powf(p)).sum();
+    }
+    // ζ(-1/2) and ζ(-3/2).
+    let zeta = if p == 0.5 {
+        -0.207_886_224_977_354_57
+    } else {
+        debug_assert_eq!(p, 1.5);
+        -0.025_485_201_889_833_03
+    };
+    let x = m as f64;
+    zeta + x.powf(p + 1.0) / (p + 1.0) + x.powf(p) / 2.0 + p * x.powf(p - 1.0) / 12.0
+        - p * (p - 1.0) * (p - 2.0) * x.powf(p - 3.0) / 720.0
+}
+
+fn unreachable(
+    t2t: f64,
+    full: f64,
+    avg: f64,
+    cyl: u64,
+    lowest: f64,
+    highest: f64,
+) -> crate::DeviceError {
+    crate::DeviceError::Spec(format!(
+        "hdd: seek_avg_ms {:.3} is not reachable with seek_track_ms {:.3} and seek_full_ms {:.3} \
+         on {cyl} cylinders (reachable {:.3}..{:.3} ms); adjust the seek times or the capacity",
+        avg / 1e6,
+        t2t / 1e6,
+        full / 1e6,
+        lowest / 1e6,
+        highest / 1e6
+    ))
 }
 
 /// A run of sectors.
@@ -717,6 +803,39 @@ mod tests {
         assert!((mean - 4e6).abs() < 1.0, "{mean}");
         assert!((1..cyl).all(|d| c.ns(d) <= c.ns(d + 1)));
         assert!(c.knee > 1.0 && c.knee < (cyl - 1) as f64);
+    }
+
+    #[test]
+    fn the_closed_form_fit_agrees_with_summing_every_distance() {
+        for cyl in [20_000u64, 300_000] {
+            let exact = SeekCurve::fit(0.3e6, 9e6, 4e6, cyl).unwrap();
+            let large = SeekCurve::fit_large(0.3e6, 9e6, 4e6, cyl).unwrap();
+            let rel = (exact.knee - large.knee).abs() / exact.knee;
+            assert!(
+                rel < 1e-6,
+                "cyl {cyl}: knee {} vs {}",
+                exact.knee,
+                large.knee
+            );
+        }
+        assert!(SeekCurve::fit_large(0.3e6, 9e6, 8.9e6, 300_000).is_err());
+    }
+
+    #[test]
+    fn an_exabyte_drive_sets_up_at_once() {
+        let mut d = SimDevice::new(
+            &DeviceSpec::from_toml(
+                "capacity = \"1 EiB\"\n[model]\nkind = \"hdd\"\nrpm = 7200\nseek_avg_ms = 8\nmedia_mb_per_s = 200\n",
+                "big",
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let cap = d.geometry().capacity;
+        let mut buf = vec![0u8; 4096];
+        let c = d.read(cap - 4096, &mut buf).unwrap();
+        // A full-stroke seek (2.2 x 8 ms) plus at most a revolution (8.3 ms).
+        assert!(c.end > 17_000_000 && c.end < 27_000_000, "{c:?}");
     }
 
     #[test]

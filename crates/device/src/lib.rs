@@ -34,6 +34,7 @@ mod fault;
 mod file;
 mod ftl;
 mod hdd;
+mod latency;
 mod nand;
 pub mod presets;
 mod sim;
@@ -47,10 +48,11 @@ pub use fault::{FaultDevice, FaultPlan};
 pub use file::{FileDevice, FileOptions};
 pub use ftl::{FtlMapping, FtlParams};
 pub use hdd::HddParams;
+pub use latency::Latencies;
 pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
 pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec};
-pub use stats::{DeviceStats, Wear};
+pub use stats::{DeviceStats, EraseCounts, Wear};
 pub use store::DataStore;
 
 /// Virtual time in nanoseconds.
@@ -162,6 +164,15 @@ pub trait BlockDevice: Send + Sync {
     fn busy_until(&self) -> Nanos {
         self.clock()
     }
+    /// Fast preconditioning: puts the device in the state writing zeros
+    /// over `[0, len)` sequentially would leave, without simulating each
+    /// write, where the device can (a fresh page-mapped FTL). Counters and the
+    /// clock do not move, as if the fill happened before the device was
+    /// created. `Ok(false)` means it did nothing: write the span instead.
+    fn fill_sequential(&mut self, len: u64) -> Result<bool> {
+        let _ = len;
+        Ok(false)
+    }
 
     /// Synchronous read, issued at the device's clock.
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<Completion> {
@@ -226,5 +237,8 @@ impl<D: BlockDevice + ?Sized> BlockDevice for Box<D> {
     }
     fn busy_until(&self) -> Nanos {
         (**self).busy_until()
+    }
+    fn fill_sequential(&mut self, len: u64) -> Result<bool> {
+        (**self).fill_sequential(len)
     }
 }

@@ -348,9 +348,7 @@ impl NandArray {
 /// Sizes the per-block erase counters; the stats start empty and only a
 /// model knows how many blocks it has.
 pub(crate) fn size_erase_counts(st: &mut DeviceStats, blocks: usize) {
-    if st.erase_counts.len() != blocks {
-        st.erase_counts.resize(blocks, 0);
-    }
+    st.erase_counts.set_units(blocks as u64);
 }
 
 pub(crate) fn model(p: &NandParams, capacity: u64) -> Result<Box<dyn Model>> {
@@ -517,7 +515,7 @@ impl Model for RawNand {
         self.set_bits(from, to, false);
         let mut cost = Cost::new(at);
         self.array.erase(self.unit_of(base), at, st, &mut cost);
-        st.erase_counts[unit as usize] += 1;
+        st.erase_counts.add(unit);
         Ok(cost.completion())
     }
 

@@ -62,6 +62,13 @@ pub trait Model: Send + Sync {
         let _ = (at, queued);
         0
     }
+    /// Puts the device in the state a sequential write of zeros over
+    /// `[0, len)` leaves, without simulating it, if the model can (a fresh
+    /// page-mapped FTL). Counters and clocks are left alone.
+    fn fill(&mut self, len: u64) -> bool {
+        let _ = len;
+        false
+    }
     /// When the device can start its next command; `None` means "use the clock".
     fn busy_until(&self) -> Option<Nanos> {
         None
@@ -199,6 +206,15 @@ impl BlockDevice for SimDevice {
 
     fn busy_until(&self) -> Nanos {
         self.model.busy_until().unwrap_or(self.clock)
+    }
+
+    fn fill_sequential(&mut self, len: u64) -> Result<bool> {
+        self.geometry.check(0, len)?;
+        // Zeros over a store that holds nothing leave it as it is.
+        if self.data.resident_bytes() != 0 || !self.model.fill(len) {
+            return Ok(false);
+        }
+        Ok(true)
     }
 }
 

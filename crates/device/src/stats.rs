@@ -1,3 +1,5 @@
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 /// Counters a device keeps since it was created. Simulated counts and times
@@ -26,9 +28,55 @@ pub struct DeviceStats {
     /// Energy in nanojoules: per-operation energy plus active power while busy.
     /// Idle power is added by [`DeviceStats::energy_with_idle_nj`].
     pub energy_nj: u64,
-    /// Erase count of every erase unit (physical block), for wear.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub erase_counts: Vec<u32>,
+    /// Erase counts of the erase units (physical blocks), for wear.
+    #[serde(skip_serializing_if = "EraseCounts::is_empty")]
+    pub erase_counts: EraseCounts,
+}
+
+/// Erase counts per erase unit, kept only for units erased at least once,
+/// so a multi-terabyte device costs memory for what it erased, not for its
+/// size. Serialises as `{"units": n, "erased": {"unit": count, ...}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EraseCounts {
+    units: u64,
+    erased: BTreeMap<u64, u32>,
+}
+
+impl EraseCounts {
+    /// Sets how many erase units the device has (only a model knows).
+    pub fn set_units(&mut self, units: u64) {
+        self.units = units;
+    }
+
+    /// Erase units of the device (0 before the model has said).
+    pub fn units(&self) -> u64 {
+        self.units
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.units == 0
+    }
+
+    /// Counts one erase of `unit`.
+    pub fn add(&mut self, unit: u64) {
+        debug_assert!(unit < self.units, "erase unit {unit} of {}", self.units);
+        *self.erased.entry(unit).or_insert(0) += 1;
+    }
+
+    /// Erases of `unit` so far.
+    pub fn get(&self, unit: u64) -> u32 {
+        self.erased.get(&unit).copied().unwrap_or(0)
+    }
+
+    /// Units erased at least once.
+    pub fn touched(&self) -> usize {
+        self.erased.len()
+    }
+
+    /// Sum of all erase counts.
+    pub fn total(&self) -> u64 {
+        self.erased.values().map(|&c| u64::from(c)).sum()
+    }
 }
 
 /// Wear across erase units.
@@ -50,13 +98,16 @@ impl DeviceStats {
 
     /// Min / mean / max erases per erase unit; `None` without erase units.
     pub fn wear(&self) -> Option<Wear> {
-        let min = *self.erase_counts.iter().min()?;
-        let max = *self.erase_counts.iter().max()?;
-        let sum: u64 = self.erase_counts.iter().map(|&c| u64::from(c)).sum();
+        let e = &self.erase_counts;
+        if e.units == 0 {
+            return None;
+        }
+        let never = (e.erased.len() as u64) < e.units;
+        let min = e.erased.values().copied().min().filter(|_| !never);
         Some(Wear {
-            min,
-            mean: sum as f64 / self.erase_counts.len() as f64,
-            max,
+            min: min.unwrap_or(0),
+            mean: e.total() as f64 / e.units as f64,
+            max: e.erased.values().copied().max().unwrap_or(0),
         })
     }
 

@@ -125,6 +125,30 @@ impl DataStore {
         }
     }
 
+    /// A store in a file of its own in `dir`, unlinked as soon as it is
+    /// created (so nothing is left behind, even after a crash), once `dir`
+    /// is known to have `need` bytes free.
+    pub fn scratch_file(dir: &Path, need: u64) -> Result<Self> {
+        let free = free_bytes(dir)?;
+        if free < need {
+            return Err(crate::DeviceError::Io(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!(
+                    "{} has {free} bytes free, a simulated device's data needs up to {need}",
+                    dir.display()
+                ),
+            )));
+        }
+        let path = dir.join(format!(".flashkv-scratch-{}", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        std::fs::remove_file(&path)?;
+        Ok(DataStore::File(f))
+    }
+
     /// Bytes of memory the store holds (0 for a file store).
     pub fn resident_bytes(&self) -> u64 {
         match self {
@@ -132,6 +156,19 @@ impl DataStore {
             DataStore::File(_) => 0,
         }
     }
+}
+
+/// Bytes available to an unprivileged user on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a valid C string and `st` a plain struct statvfs fills.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
 }
 
 /// Whether every byte is zero, a word at a time: it runs on every simulated
@@ -161,6 +198,19 @@ fn for_chunks(offset: u64, len: usize, mut f: impl FnMut(u64, usize, std::ops::R
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_scratch_store_leaves_no_file_and_refuses_without_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = DataStore::scratch_file(dir.path(), 1 << 20).unwrap();
+        s.write(8192, &[5; 100]).unwrap();
+        let mut b = [0u8; 100];
+        s.read(8192, &mut b).unwrap();
+        assert_eq!(b, [5; 100]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let e = DataStore::scratch_file(dir.path(), u64::MAX).unwrap_err();
+        assert!(e.to_string().contains("bytes free"), "{e}");
+    }
 
     proptest! {
         #[test]

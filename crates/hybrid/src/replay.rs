@@ -1,6 +1,6 @@
 //! Replays a trace on any [`BlockDevice`] and reports latencies and counts.
 
-use flashkv_device::{BlockDevice, DeviceStats, Nanos};
+use flashkv_device::{BlockDevice, DeviceStats, Latencies, Nanos};
 use serde::Serialize;
 
 use crate::trace::TraceRecord;
@@ -15,7 +15,8 @@ pub enum Timing {
     BackToBack,
 }
 
-/// Latency summary, nanoseconds (nearest-rank percentiles).
+/// Latency summary, nanoseconds: exact count, mean and max; percentiles
+/// from a histogram, within 0.1 %.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Latency {
     pub count: u64,
@@ -23,24 +24,20 @@ pub struct Latency {
     pub p50_ns: Nanos,
     pub p95_ns: Nanos,
     pub p99_ns: Nanos,
+    pub p999_ns: Nanos,
     pub max_ns: Nanos,
 }
 
 impl Latency {
-    fn of(mut v: Vec<Nanos>) -> Self {
-        if v.is_empty() {
-            return Latency::default();
-        }
-        v.sort_unstable();
-        let n = v.len();
-        let rank = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    fn of(l: &Latencies) -> Self {
         Latency {
-            count: n as u64,
-            mean_ns: v.iter().map(|&x| x as f64).sum::<f64>() / n as f64,
-            p50_ns: rank(0.50),
-            p95_ns: rank(0.95),
-            p99_ns: rank(0.99),
-            max_ns: v[n - 1],
+            count: l.count(),
+            mean_ns: l.mean(),
+            p50_ns: l.quantile(0.50),
+            p95_ns: l.quantile(0.95),
+            p99_ns: l.quantile(0.99),
+            p999_ns: l.quantile(0.999),
+            max_ns: l.max(),
         }
     }
 }
@@ -62,6 +59,10 @@ pub struct ReplayReport {
     pub write_latency: Latency,
     /// Virtual time from the first issue to the last completion.
     pub makespan_ns: Nanos,
+    /// Requests (reads and writes) per second of makespan.
+    pub iops: f64,
+    /// Bytes read and written per second of makespan, MB/s (10^6 bytes).
+    pub mb_per_s: f64,
     /// The device's counters after the replay.
     pub device: DeviceStats,
 }
@@ -95,7 +96,11 @@ pub fn replay(
     let sector = u64::from(g.sector_size);
     let base = dev.clock();
     let mut buf: Vec<u8> = Vec::new();
-    let (mut all, mut reads, mut writes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut all, mut reads, mut writes) = (
+        Latencies::default(),
+        Latencies::default(),
+        Latencies::default(),
+    );
     let mut rep = ReplayReport {
         records: records.len() as u64,
         reads: 0,
@@ -108,6 +113,8 @@ pub fn replay(
         read_latency: Latency::default(),
         write_latency: Latency::default(),
         makespan_ns: 0,
+        iops: 0.0,
+        mb_per_s: 0.0,
         device: DeviceStats::default(),
     };
     let mut first: Option<Nanos> = None;
@@ -135,15 +142,20 @@ pub fn replay(
             dev.read_at(at, offset, &mut buf[..len as usize])?
         };
         let lat = c.end.saturating_sub(at);
-        all.push(lat);
-        if r.write { &mut writes } else { &mut reads }.push(lat);
+        all.record(lat);
+        if r.write { &mut writes } else { &mut reads }.record(lat);
         first.get_or_insert(at);
         last_end = last_end.max(c.end);
     }
-    rep.latency = Latency::of(all);
-    rep.read_latency = Latency::of(reads);
-    rep.write_latency = Latency::of(writes);
+    rep.latency = Latency::of(&all);
+    rep.read_latency = Latency::of(&reads);
+    rep.write_latency = Latency::of(&writes);
     rep.makespan_ns = last_end - first.unwrap_or(last_end);
+    if rep.makespan_ns > 0 {
+        let secs = rep.makespan_ns as f64 / 1e9;
+        rep.iops = (rep.reads + rep.writes) as f64 / secs;
+        rep.mb_per_s = (rep.read_bytes + rep.write_bytes) as f64 / secs / 1e6;
+    }
     rep.device = dev.stats();
     Ok(rep)
 }
@@ -183,12 +195,14 @@ mod tests {
     }
 
     #[test]
-    fn percentiles_are_nearest_rank() {
-        let l = Latency::of((1..=100).collect());
+    fn percentiles_come_from_the_histogram() {
+        let mut h = Latencies::default();
+        (1..=100).for_each(|v| h.record(v));
+        let l = Latency::of(&h);
         assert_eq!(
-            (l.p50_ns, l.p95_ns, l.p99_ns, l.max_ns, l.count),
-            (50, 95, 99, 100, 100)
+            (l.p50_ns, l.p95_ns, l.p99_ns, l.p999_ns, l.max_ns, l.count),
+            (50, 95, 99, 100, 100, 100)
         );
-        assert_eq!(Latency::of(vec![]).count, 0);
+        assert_eq!(Latency::of(&Latencies::default()).count, 0);
     }
 }

@@ -377,6 +377,10 @@ mod tests {
             mb_per_s: mb,
             mean_latency_us: bs as f64 / mb,
             p99_latency_us: 0.0,
+            p50_latency_us: 0.0,
+            p95_latency_us: 0.0,
+            p999_latency_us: 0.0,
+            max_latency_us: 0.0,
             energy_uj_per_op: 2.0,
             erases: 0,
         };
@@ -403,6 +407,10 @@ mod tests {
                 mb_per_s: iops * 4096.0 / 1e6,
                 mean_latency_us: 1.0,
                 p99_latency_us: 1.0,
+                p50_latency_us: 1.0,
+                p95_latency_us: 1.0,
+                p999_latency_us: 1.0,
+                max_latency_us: 1.0,
                 energy_uj_per_op: 0.0,
                 erases: 0,
             });

@@ -55,15 +55,18 @@ pub enum Experiment {
     Advisor,
     /// Seed 003's TPC-C run on an HDD, an SSD and the hybrid of the two.
     Hybrid,
+    /// Simulator speed and memory on 64 GiB to 4 TiB devices.
+    SimScale,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 5] = [
+    pub const ALL: [Experiment; 6] = [
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
         Experiment::Advisor,
         Experiment::Hybrid,
+        Experiment::SimScale,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +76,7 @@ impl Experiment {
             Experiment::Ipl => "ipl",
             Experiment::Buffer => "buffer",
             Experiment::Hybrid => "hybrid",
+            Experiment::SimScale => "sim-scale",
         }
     }
 
@@ -83,6 +87,7 @@ impl Experiment {
             Experiment::Ipl => crate::ipl::run(opts),
             Experiment::Buffer => crate::buffer::run(opts),
             Experiment::Hybrid => crate::hybrid::run(opts),
+            Experiment::SimScale => crate::sim_scale::run(opts),
         }
     }
 }

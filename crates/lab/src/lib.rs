@@ -13,4 +13,5 @@ pub mod profile;
 pub mod real;
 pub mod report;
 pub mod seed004;
+pub mod sim_scale;
 pub mod workload;

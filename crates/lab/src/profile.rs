@@ -16,7 +16,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
 
-use flashkv_device::{update_in_place, BlockDevice, Completion, DeviceError, Nanos, QueuedIo};
+use flashkv_device::{
+    update_in_place, BlockDevice, Completion, DeviceError, Latencies, Nanos, QueuedIo,
+};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +97,15 @@ pub struct ProfileRow {
     pub mb_per_s: f64,
     pub mean_latency_us: f64,
     pub p99_latency_us: f64,
+    /// Median, 95th and 99.9th percentile and maximum latency, µs.
+    #[serde(default)]
+    pub p50_latency_us: f64,
+    #[serde(default)]
+    pub p95_latency_us: f64,
+    #[serde(default)]
+    pub p999_latency_us: f64,
+    #[serde(default)]
+    pub max_latency_us: f64,
     pub energy_uj_per_op: f64,
     pub erases: u64,
 }
@@ -112,9 +123,16 @@ pub enum ProfileError {
     SpanTooSmall { span: u64, block: u64 },
     #[error("ops and iodepth must be at least 1")]
     Zero,
+    #[error("at most {MAX_OPS} ops and an iodepth of {MAX_IODEPTH} per run, got {ops} ops at iodepth {iodepth}")]
+    TooMany { ops: u64, iodepth: usize },
     #[error(transparent)]
     Device(#[from] DeviceError),
 }
+
+/// Most requests per run: about a day of simulation at 10^7 requests/s.
+pub const MAX_OPS: u64 = 1_000_000_000_000;
+/// Deepest queue: the outstanding requests are kept in memory.
+pub const MAX_IODEPTH: usize = 1 << 16;
 
 /// Checks a spec against a device before anything is written.
 pub fn validate(dev: &dyn BlockDevice, spec: &ProfileSpec) -> Result<(), ProfileError> {
@@ -140,6 +158,12 @@ pub fn validate(dev: &dyn BlockDevice, spec: &ProfileSpec) -> Result<(), Profile
     }
     if spec.ops == 0 || spec.iodepth == 0 {
         return Err(ProfileError::Zero);
+    }
+    if spec.ops > MAX_OPS || spec.iodepth > MAX_IODEPTH {
+        return Err(ProfileError::TooMany {
+            ops: spec.ops,
+            iodepth: spec.iodepth,
+        });
     }
     Ok(())
 }
@@ -184,7 +208,7 @@ pub fn run_prepared(
         buf,
         scratch: vec![0u8; spec.block_size as usize],
     };
-    let mut latencies: Vec<Nanos> = Vec::with_capacity(spec.ops as usize);
+    let mut latencies = Latencies::default();
     // Outstanding completions (end, issue time), earliest first.
     let mut done: BinaryHeap<Reverse<(Nanos, Nanos)>> = BinaryHeap::new();
     // Issued but not yet handed to a reordering device.
@@ -223,7 +247,7 @@ pub fn run_prepared(
         let Some(Reverse((end, issue))) = done.pop() else {
             break;
         };
-        latencies.push(end - issue);
+        latencies.record(end - issue);
         last_end = last_end.max(end);
         if issued < spec.ops {
             let req = gen.next();
@@ -239,10 +263,8 @@ pub fn run_prepared(
 
     let after = io.dev.stats();
     let elapsed_s = (last_end - t0).max(1) as f64 / 1e9;
-    latencies.sort_unstable();
-    let n = latencies.len() as f64;
-    let mean = latencies.iter().map(|&l| l as f64).sum::<f64>() / n;
-    let p99 = latencies[((latencies.len() * 99).div_ceil(100)).saturating_sub(1)];
+    let n = latencies.count() as f64;
+    let us = |ns: Nanos| ns as f64 / 1e3;
     Ok(ProfileRow {
         device: device_name.to_string(),
         pattern: spec.pattern.code().to_string(),
@@ -251,15 +273,29 @@ pub fn run_prepared(
         ops: spec.ops,
         iops: n / elapsed_s,
         mb_per_s: n * spec.block_size as f64 / elapsed_s / 1e6,
-        mean_latency_us: mean / 1e3,
-        p99_latency_us: p99 as f64 / 1e3,
+        mean_latency_us: latencies.mean() / 1e3,
+        p99_latency_us: us(latencies.quantile(0.99)),
+        p50_latency_us: us(latencies.quantile(0.50)),
+        p95_latency_us: us(latencies.quantile(0.95)),
+        p999_latency_us: us(latencies.quantile(0.999)),
+        max_latency_us: us(latencies.max()),
         energy_uj_per_op: (after.energy_nj - before.energy_nj) as f64 / n / 1e3,
         erases: after.block_erases - before.block_erases,
     })
 }
 
-/// Writes `[0, len)` once in large sequential requests.
+/// Writes `[0, len)` once in large sequential requests, or has the device
+/// set up that state directly where it can (a fresh page-mapped FTL: the
+/// same mapping, no simulated writes; see `BlockDevice::fill_sequential`).
 pub fn precondition(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
+    if dev.fill_sequential(len)? {
+        return Ok(());
+    }
+    write_span(dev, len)
+}
+
+/// Writes `[0, len)` once in large sequential requests, simulating each.
+fn write_span(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
     let g = dev.geometry();
     let step = (1u64 << 20).max(g.erase_unit.unwrap_or(0));
     let zeros = vec![0u8; step.min(len) as usize];
@@ -383,6 +419,28 @@ mod tests {
             .unwrap()
         };
         assert_eq!(r(1), r(1));
+    }
+
+    #[test]
+    fn fast_preconditioning_measures_what_the_simulated_fill_does() {
+        let mut fast = presets::open("ssd-x25m").unwrap();
+        let mut slow = presets::open("ssd-x25m").unwrap();
+        let spec = ProfileSpec {
+            pattern: Pattern::RandWrite,
+            block_size: 4096,
+            ops: 20_000,
+            span: fast.geometry().capacity,
+            iodepth: 4,
+            seed: 3,
+        };
+        let a = run(&mut fast, "d", &spec).unwrap();
+        write_span(&mut slow, spec.span).unwrap();
+        let b = run_prepared(&mut slow, "d", &spec).unwrap();
+        assert_eq!(a, b);
+        let (sa, sb) = (fast.stats(), slow.stats());
+        assert!(sa.gc_page_moves > 0, "{sa:?}");
+        assert_eq!(sa.gc_page_moves, sb.gc_page_moves);
+        assert_eq!(sa.erase_counts, sb.erase_counts);
     }
 
     #[test]

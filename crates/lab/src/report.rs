@@ -227,6 +227,7 @@ pub fn f(v: f64, d: usize) -> String {
 /// Formats a byte count the way the seeds label block sizes: 512B, 4K, 1M.
 pub fn size_label(bytes: u64) -> String {
     match bytes {
+        b if b >= 1 << 40 && b % (1 << 40) == 0 => format!("{}T", b >> 40),
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
@@ -284,5 +285,6 @@ mod tests {
         assert_eq!(size_label(512), "512B");
         assert_eq!(size_label(4096), "4K");
         assert_eq!(size_label(1 << 20), "1M");
+        assert_eq!(size_label(4 << 40), "4T");
     }
 }

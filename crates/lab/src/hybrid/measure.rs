@@ -1,7 +1,11 @@
 //! One measured run: load the database, set up the configuration, warm
 //! up, measure, and time the hybrid's remaining write-back.
 
-use flashkv_device::{presets, BlockDevice, DeviceError, DeviceSpec, ModelSpec, SimDevice};
+use std::path::Path;
+
+use flashkv_device::{
+    presets, BlockDevice, DataStore, DeviceError, DeviceSpec, ModelSpec, SimDevice,
+};
 use flashkv_engine::{Db, Options};
 use flashkv_hybrid::HybridDevice;
 use rand::{rngs::SmallRng, SeedableRng};
@@ -35,7 +39,14 @@ fn load(
 /// Runs the workload on one configuration with `ssd-lowend` as the SSD.
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
     let hybrid = flashkv_hybrid::Options::default();
-    measure_on(config, size, seed, &presets::get("ssd-lowend")?, &hybrid)
+    measure_on(
+        config,
+        size,
+        seed,
+        &presets::get("ssd-lowend")?,
+        &hybrid,
+        None,
+    )
 }
 
 /// `ssd-lowend` merging 512 KiB blocks instead of 2 MiB: random 4 KB writes
@@ -51,13 +62,16 @@ pub fn smaller_blocks() -> Result<DeviceSpec, LabError> {
 }
 
 /// Runs the workload on one configuration with `ssd` as the SSD and the
-/// hybrid's `policy`.
+/// hybrid's `policy`. With `scratch`, the hybrid's SSD keeps its data in an
+/// unlinked file there instead of memory: its circular log fills the whole
+/// SSD (2 GiB for `ssd-lowend`) before it reclaims anything.
 pub fn measure_on(
     config: Config,
     size: Size,
     seed: u64,
     ssd: &DeviceSpec,
     policy: &flashkv_hybrid::Options,
+    scratch: Option<&Path>,
 ) -> Result<Run, LabError> {
     let home = match config {
         Config::Ssd => SimDevice::new(ssd)?,
@@ -71,7 +85,11 @@ pub fn measure_on(
     )];
     let (top, hybrid): (Shared<Box<dyn BlockDevice>>, _) = match config {
         Config::Hybrid => {
-            let (ssd, ssd_trace) = Recorder::new(Box::new(SimDevice::new(ssd)?));
+            let store = match scratch {
+                Some(dir) => DataStore::scratch_file(dir, ssd.capacity)?,
+                None => DataStore::default(),
+            };
+            let (ssd, ssd_trace) = Recorder::new(Box::new(SimDevice::with_store(ssd, store)?));
             traces.insert(0, ("ssd", ssd_trace));
             let h = HybridDevice::create(Box::new(ssd), Box::new(home), policy.clone())
                 .map_err(DeviceError::from)?;

@@ -59,10 +59,11 @@ pub fn run(
     let n = lat.len() as f64;
     let secs = elapsed.as_secs_f64().max(1e-9);
     let mean = lat.iter().map(|&l| l as f64).sum::<f64>() / n.max(1.0);
-    let p99 = lat
-        .get((lat.len() * 99).div_ceil(100).saturating_sub(1))
-        .copied()
-        .unwrap_or(0);
+    // Nearest rank, µs.
+    let rank = |q: f64| {
+        let i = ((q * lat.len() as f64).ceil() as usize).saturating_sub(1);
+        lat.get(i).copied().unwrap_or(0) as f64 / 1e3
+    };
     Ok(ProfileRow {
         device: name.to_string(),
         pattern: spec.pattern.code().to_string(),
@@ -72,7 +73,11 @@ pub fn run(
         iops: n / secs,
         mb_per_s: n * spec.block_size as f64 / secs / 1e6,
         mean_latency_us: mean / 1e3,
-        p99_latency_us: p99 as f64 / 1e3,
+        p99_latency_us: rank(0.99),
+        p50_latency_us: rank(0.50),
+        p95_latency_us: rank(0.95),
+        p999_latency_us: rank(0.999),
+        max_latency_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
         // A file has no energy meter or erase counter.
         energy_uj_per_op: 0.0,
         erases: 0,
