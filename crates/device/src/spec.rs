@@ -50,7 +50,9 @@ pub struct PowerSpec {
 }
 
 impl PowerSpec {
-    /// Power is finite, not negative, and serving draws at least idle power.
+    /// Power is finite, not negative, and serving draws at least idle power;
+    /// `active_mw = 0` says the model's per-operation energies carry all of
+    /// the busy power (raw NAND costed per page, as seed 000 Table 2.1).
     pub fn validate(&self) -> Result<()> {
         let (a, i) = (self.active_mw, self.idle_mw);
         require(
@@ -62,8 +64,8 @@ impl PowerSpec {
             &format!("power.idle_mw = {i} must be a number >= 0"),
         )?;
         require(
-            a >= i,
-            &format!("power.active_mw = {a} is below power.idle_mw = {i}"),
+            a >= i || a == 0.0,
+            &format!("power.active_mw = {a} is below power.idle_mw = {i} (0 means per-operation energies only)"),
         )
     }
 }
@@ -231,7 +233,8 @@ mod tests {
         let e = user(&FULL.replace("active_mw = 9000", "active_mw = 5000"));
         assert_eq!(
             e,
-            "device spec: power.active_mw = 5000 is below power.idle_mw = 6000"
+            "device spec: power.active_mw = 5000 is below power.idle_mw = 6000 \
+             (0 means per-operation energies only)"
         );
         // The library parser checks signs too, for specs built in code.
         let e = DeviceSpec::from_toml(&FULL.replace("9000", "-1"), "t").unwrap_err();
