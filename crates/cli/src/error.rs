@@ -29,11 +29,20 @@ impl CliError {
 pub fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             ExitCode::SUCCESS
+        }
+        // `flashkv kv` with no subcommand is a usage error like any other
+        // missing argument: one line naming the usage, exit 2.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let rendered = e.render().to_string();
+            let usage = rendered
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Usage: "))
+                .unwrap_or("flashkv <COMMAND>");
+            eprintln!("error: a subcommand is missing: {usage} (see --help)");
+            ExitCode::from(2)
         }
         _ => {
             // clap's message runs until the blank line before "Usage:"; fold it into one line.
@@ -56,9 +65,11 @@ impl From<flashkv_device::DeviceError> for CliError {
     fn from(e: flashkv_device::DeviceError) -> Self {
         use flashkv_device::DeviceError as D;
         match e {
-            D::Spec(_) | D::UnknownPreset { .. } | D::Misaligned { .. } | D::OutOfRange { .. } => {
-                CliError::Usage(e.to_string())
-            }
+            D::Spec(_)
+            | D::BadInput(_)
+            | D::UnknownPreset { .. }
+            | D::Misaligned { .. }
+            | D::OutOfRange { .. } => CliError::Usage(e.to_string()),
             other => CliError::Failed(other.to_string()),
         }
     }

@@ -3,12 +3,15 @@
 mod advise;
 mod devices;
 mod error;
+mod files;
 mod hybrid;
 mod kv;
 mod lab;
 mod profile;
 mod profile_path;
+mod progress;
 mod replay;
+mod units;
 
 use std::process::ExitCode;
 
