@@ -49,6 +49,20 @@ fn growth(path: &Path, span: Option<u64>) -> Result<u64, CliError> {
 
 fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), CliError> {
     let writes = a.patterns.iter().any(|p| p.writes());
+    // Checked before anything is filled (a misaligned span is refused by
+    // `prepare`, also before it fills).
+    let span = a
+        .span
+        .or((!path.exists()).then_some(DEFAULT_SPAN))
+        .filter(|s| s % HEADER == 0);
+    let too_big = span.and_then(|s| a.block_sizes.iter().find(|&&b| b > s));
+    if let (Some(span), Some(&bs)) = (span, too_big) {
+        return Err(CliError::Usage(format!(
+            "--block-sizes {}: larger than the span of {}",
+            size_label(bs),
+            size_label(span)
+        )));
+    }
     let need = growth(path, a.span)?;
     if need > 0 {
         files::ensure_room("--path", path, need)?;
