@@ -227,6 +227,8 @@ pub fn f(v: f64, d: usize) -> String {
 /// Formats a byte count the way the seeds label block sizes: 512B, 4K, 1M.
 pub fn size_label(bytes: u64) -> String {
     match bytes {
+        b if b >= 1 << 50 && b % (1 << 50) == 0 => format!("{}P", b >> 50),
+        b if b >= 1 << 40 && b % (1 << 40) == 0 => format!("{}T", b >> 40),
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
