@@ -9,6 +9,7 @@ pub mod hybrid;
 pub mod ipl;
 pub mod lab;
 pub mod oltp;
+pub mod plot;
 pub mod profile;
 pub mod real;
 pub mod report;
