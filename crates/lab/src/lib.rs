@@ -14,4 +14,5 @@ pub mod profile;
 pub mod real;
 pub mod report;
 pub mod seed004;
+pub mod summary;
 pub mod workload;

@@ -376,10 +376,9 @@ impl Plot<'_> {
         let longest = self
             .series
             .iter()
-            .map(|s| s.name.chars().count())
-            .max()
-            .unwrap_or(0);
-        let legend_w = (text_width(&"m".repeat(longest.min(40)), FONT) + 44.0).clamp(120.0, 380.0);
+            .map(|s| text_width(&s.name, FONT))
+            .fold(0.0, f64::max);
+        let legend_w = (longest + 44.0).clamp(120.0, 380.0);
         let (area, legend) = root.split_horizontally(WIDTH as i32 - legend_w as i32);
         let (mut xa, mut ya) = self.axes();
         let y_label_w = ya
