@@ -4,6 +4,7 @@
 //! plot and CSV, and running one experiment keeps the others' sections.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use flashkv_lab::lab::{self, Experiment, LabOptions};
 use flashkv_lab::summary::links;
@@ -227,6 +228,10 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         );
     }
 
+    if std::env::var_os("FLASHKV_CHROMIUM").is_some() {
+        in_chromium(&out.join("index.html"), svgs.len());
+    }
+
     // One experiment again: its section is replaced, the others stay.
     let before = std::fs::read_to_string(out.join("seed004/section.md")).unwrap();
     run(out, &[Experiment::Advisor]);
@@ -240,4 +245,45 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
             e.name()
         );
     }
+}
+
+/// Opens `index.html` in headless Chromium (enabled by FLASHKV_CHROMIUM,
+/// which `.ci/run` installs it for): the DOM it builds holds every plot and
+/// the screenshot is not blank.
+fn in_chromium(index: &Path, plots: usize) {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("FLASHKV_CHROMIUM is set but no chromium is installed");
+    let url = format!("file://{}", index.display());
+    let flags = ["--headless", "--no-sandbox", "--disable-gpu"];
+    let dom = Command::new(browser)
+        .args(flags)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom.matches("<svg ").count(),
+        plots,
+        "plots in Chromium's DOM"
+    );
+    let shot = index.with_file_name("index.png");
+    let o = Command::new(browser)
+        .args(flags)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1200,3000")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = resvg::tiny_skia::Pixmap::load_png(&shot).unwrap();
+    let ink = png.data().chunks(4).filter(|p| p[0] < 128).count();
+    assert!(ink > 1000, "the screenshot is blank");
 }
