@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use flashkv_device::{parse_size, presets, DeviceSpec};
+use flashkv_device::{presets, DeviceSpec};
 use flashkv_engine::IoProfile;
 use flashkv_lab::advisor::{self, Advice, AdviceError, AdviceOptions, DeviceClass};
 use flashkv_lab::profile::ProfileRow;
@@ -40,12 +40,13 @@ pub struct AdviseArgs {
     /// Database page size: the unit of a random read.
     #[arg(long, default_value = "4k", value_parser = parse_positive)]
     page_size: u64,
-    /// Requests outstanding in the simulated profile (SSD random figures are rated at 32).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    iodepth: u64,
-    /// Requests per simulated point.
-    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
-    ops: u64,
+    /// Requests outstanding in the simulated profile (SSD random figures
+    /// are rated at 32) [default: 32; not with --profile].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    iodepth: Option<u64>,
+    /// Requests per simulated point [default: 300; not with --profile].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    ops: Option<u64>,
     /// Price of the device in USD (five-minute rule).
     #[arg(long, default_value_t = 100.0, value_parser = parse_price)]
     device_usd: f64,
@@ -58,11 +59,7 @@ pub struct AdviseArgs {
 }
 
 fn parse_positive(s: &str) -> Result<u64, String> {
-    match parse_size(s) {
-        Ok(0) => Err("must be greater than zero".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
-    }
+    crate::units::nonzero_size(s)
 }
 
 fn parse_price(s: &str) -> Result<f64, String> {
@@ -76,8 +73,8 @@ pub fn run(a: AdviseArgs) -> Result<ExitCode, CliError> {
     let o = AdviceOptions {
         page_size: a.page_size,
         file_size: a.file_size,
-        iodepth: a.iodepth as usize,
-        ops: a.ops,
+        iodepth: a.iodepth.unwrap_or(32) as usize,
+        ops: a.ops.unwrap_or(300),
         device_usd: a.device_usd,
         ram_usd_per_gb: a.ram_usd_per_gb,
         seed: 1,
@@ -89,6 +86,12 @@ pub fn run(a: AdviseArgs) -> Result<ExitCode, CliError> {
             if a.file_size.is_some() {
                 return Err(CliError::Usage(
                     "--file-size applies to a model; profile a span of that size with `flashkv profile --span`".into(),
+                ));
+            }
+            if a.ops.is_some() || a.iodepth.is_some() {
+                return Err(CliError::Usage(
+                    "--ops and --iodepth apply to a model; a --profile was measured with its own"
+                        .into(),
                 ));
             }
             measured(path)?

@@ -29,36 +29,49 @@ impl CliError {
 pub fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = e.print();
             ExitCode::SUCCESS
         }
         _ => {
-            // clap's message runs until the blank line before "Usage:"; fold it into one line.
-            let rendered = e.render().to_string();
-            let msg: Vec<&str> = rendered
-                .lines()
-                .skip_while(|l| l.trim().is_empty())
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let msg = msg.join(" ");
-            let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-            eprintln!("error: {msg} (see --help)");
+            eprintln!("error: {}", clap_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// A parse error as one line. `flashkv kv` with no subcommand is a usage
+/// error like any other missing argument, named by its usage line.
+pub fn clap_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let usage = rendered
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Usage: "))
+            .unwrap_or("flashkv <COMMAND>");
+        return format!("a subcommand is missing: {usage} (see --help)");
+    }
+    // clap's message runs until the blank line before "Usage:"; fold it into one line.
+    let msg: Vec<&str> = rendered
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let msg = msg.join(" ");
+    let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
+    format!("{msg} (see --help)")
 }
 
 impl From<flashkv_device::DeviceError> for CliError {
     fn from(e: flashkv_device::DeviceError) -> Self {
         use flashkv_device::DeviceError as D;
         match e {
-            D::Spec(_) | D::UnknownPreset { .. } | D::Misaligned { .. } | D::OutOfRange { .. } => {
-                CliError::Usage(e.to_string())
-            }
+            D::Spec(_)
+            | D::BadInput(_)
+            | D::UnknownPreset { .. }
+            | D::Misaligned { .. }
+            | D::OutOfRange { .. } => CliError::Usage(e.to_string()),
             other => CliError::Failed(other.to_string()),
         }
     }

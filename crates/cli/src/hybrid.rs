@@ -8,14 +8,20 @@
 //! files, runs recovery and reports the superblock state and what recovery
 //! found.
 
+use std::io::Read;
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use flashkv_device::{parse_size, presets, BlockDevice, FileDevice, FileOptions};
-use flashkv_hybrid::{HybridDevice, HybridError, HybridStats, Layout, Options};
+use flashkv_device::{presets, BlockDevice, DeviceError, FileDevice, FileOptions};
+use flashkv_hybrid::{
+    is_hybrid_ssd, HybridDevice, HybridError, HybridStats, Layout, Options, SUPERBLOCK_BYTES,
+};
 use serde::Serialize;
 
 use crate::error::{print_json, CliError};
+use crate::files::{self, Created, Found};
+use crate::units;
 
 /// Create or inspect a hybrid SSD+HDD device (HeteroDrive, seed 003).
 #[derive(Args)]
@@ -26,8 +32,10 @@ pub struct HybridArgs {
 
 #[derive(Subcommand)]
 enum Action {
-    /// Format the SSD as the cache of the HDD (the HDD's data is kept; any
-    /// earlier cache contents are discarded) and print the layout.
+    /// Format the SSD as the cache of the HDD (the HDD's data is kept) and
+    /// print the layout. Missing files are made at --ssd-size / --hdd-size;
+    /// existing files must be a hybrid pair with nothing left to write back,
+    /// else --force.
     Create(Pair),
     /// Open an existing hybrid on two files, recover it and print its state.
     Inspect(Pair),
@@ -42,47 +50,90 @@ struct Pair {
     #[arg(long, value_name = "PRESET|PATH")]
     hdd: String,
     /// Size of the SSD file when create makes it (e.g. 1g).
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_parser = units::nonzero_size)]
     ssd_size: Option<u64>,
     /// Size of the HDD file when create makes it (e.g. 8g).
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, value_parser = units::nonzero_size)]
     hdd_size: Option<u64>,
+    /// Create over existing files flashkv does not recognise as this pair
+    /// (destroys the SSD file's contents; the HDD file's contents become the
+    /// hybrid's data), or over a cache holding data not yet on the HDD.
+    #[arg(long)]
+    force: bool,
     /// Print only JSON on stdout.
     #[arg(long)]
     json: bool,
 }
 
-fn size_arg(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
-}
-
 /// A preset (simulated, in memory) or a file; `size` and `create` apply to files.
-pub(crate) fn open_device(
+fn open_device(
     arg: &str,
     size: Option<u64>,
     create: bool,
+) -> Result<Box<dyn BlockDevice>, CliError> {
+    open_side("", arg, size, create, &mut Created::default())
+}
+
+/// As [`open_device`]; `flag` names the argument in errors and a file this
+/// call creates is added to `created`.
+fn open_side(
+    flag: &str,
+    arg: &str,
+    size: Option<u64>,
+    create: bool,
+    created: &mut Created,
 ) -> Result<Box<dyn BlockDevice>, CliError> {
     if let Ok(spec) = presets::get(arg) {
         let dev =
             flashkv_device::SimDevice::new(&spec).map_err(|e| CliError::Usage(e.to_string()))?;
         return Ok(Box::new(dev));
     }
-    let path = std::path::Path::new(arg);
-    if !create && !path.exists() {
-        return Err(CliError::Usage(format!(
-            "'{arg}' is neither a preset (see `flashkv devices`) nor an existing file"
-        )));
+    let path = Path::new(arg);
+    let found = files::inspect(flag_or("--device", flag), path)?;
+    if found == Found::Missing {
+        if !create {
+            return Err(CliError::Usage(format!(
+                "{}'{arg}' is neither a preset (see `flashkv devices`) nor an existing file",
+                prefix(flag)
+            )));
+        }
+        created.add(path);
     }
     let opts = FileOptions {
         capacity: size.unwrap_or(0),
         create,
         ..FileOptions::default()
     };
-    let dev = FileDevice::open(path, &opts).map_err(|e| CliError::Usage(e.to_string()))?;
+    let dev = FileDevice::open(path, &opts)
+        .map_err(|e| CliError::Usage(format!("{}{}", prefix(flag), io_message(e))))?;
     if let Some(w) = dev.warning() {
         eprintln!("warning: {w}");
     }
     Ok(Box::new(dev))
+}
+
+fn flag_or<'a>(default: &'a str, flag: &'a str) -> &'a str {
+    if flag.is_empty() {
+        default
+    } else {
+        flag
+    }
+}
+
+fn prefix(flag: &str) -> String {
+    if flag.is_empty() {
+        String::new()
+    } else {
+        format!("{flag} ")
+    }
+}
+
+/// A device error without the "I/O error:" wrapper (the path says where).
+fn io_message(e: DeviceError) -> String {
+    match e {
+        DeviceError::Io(io) => io.to_string(),
+        other => other.to_string(),
+    }
 }
 
 fn is_preset(arg: &str) -> bool {
@@ -120,13 +171,14 @@ fn run_inner(a: HybridArgs) -> Result<ExitCode, CliError> {
         Action::Inspect(p) => ("inspect", p),
     };
     let create = action == "create";
-    if !create && (is_preset(&p.ssd) || is_preset(&p.hdd)) {
-        return Err(CliError::Usage(
-            "inspect needs two files: a preset lives in memory for one run only".into(),
-        ));
+    if create {
+        check_create(&p)?;
+    } else {
+        check_inspect(&p)?;
     }
-    let ssd = open_device(&p.ssd, p.ssd_size, create)?;
-    let hdd = open_device(&p.hdd, p.hdd_size, create)?;
+    let mut created = Created::default();
+    let ssd = open_side("--ssd", &p.ssd, p.ssd_size, create, &mut created)?;
+    let hdd = open_side("--hdd", &p.hdd, p.hdd_size, create, &mut created)?;
     let opts = Options::default();
     let dev = if create {
         HybridDevice::create(ssd, hdd, opts.clone())
@@ -147,7 +199,147 @@ fn run_inner(a: HybridArgs) -> Result<ExitCode, CliError> {
     } else {
         print_human(&r);
     }
+    created.keep();
     Ok(ExitCode::SUCCESS)
+}
+
+fn usage(m: String) -> CliError {
+    CliError::Usage(m)
+}
+
+/// `inspect` reads two files, the SSD one carrying a hybrid superblock.
+fn check_inspect(p: &Pair) -> Result<(), CliError> {
+    if is_preset(&p.ssd) || is_preset(&p.hdd) {
+        return Err(usage(
+            "inspect needs two files: a preset lives in memory for one run only".into(),
+        ));
+    }
+    if p.force || p.ssd_size.is_some() || p.hdd_size.is_some() {
+        return Err(usage(
+            "--force, --ssd-size and --hdd-size apply to create only".into(),
+        ));
+    }
+    for (flag, arg) in [("--ssd", &p.ssd), ("--hdd", &p.hdd)] {
+        if files::inspect(flag, Path::new(arg))? == Found::Missing {
+            return Err(usage(format!("{flag} {arg}: no such file")));
+        }
+    }
+    if !has_hybrid_superblock(Path::new(&p.ssd)) {
+        return Err(usage(format!(
+            "--ssd {}: not a flashkv hybrid cache (no superblock at offset 0 or 4 KiB)",
+            p.ssd
+        )));
+    }
+    Ok(())
+}
+
+/// `create` writes the SSD file and adopts the HDD file: both must be new,
+/// or the pair flashkv made before with nothing left to write back, unless
+/// --force. Sizes and free space are checked before anything is created.
+fn check_create(p: &Pair) -> Result<(), CliError> {
+    let (ssd_file, hdd_file) = (!is_preset(&p.ssd), !is_preset(&p.hdd));
+    if ssd_file && hdd_file && files::same_file(Path::new(&p.ssd), Path::new(&p.hdd)) {
+        return Err(usage(format!(
+            "--ssd and --hdd are the same file ({}); the hybrid needs two devices",
+            p.ssd
+        )));
+    }
+    let mut existing = Vec::new();
+    for (flag, arg, size, file) in [
+        ("--ssd", &p.ssd, p.ssd_size, ssd_file),
+        ("--hdd", &p.hdd, p.hdd_size, hdd_file),
+    ] {
+        if !file {
+            if size.is_some() {
+                return Err(usage(format!(
+                    "{flag}-size applies to a file, not preset {arg}"
+                )));
+            }
+            continue;
+        }
+        let path = Path::new(arg);
+        match (files::inspect(flag, path)?, size) {
+            (Found::Missing, None) => {
+                return Err(usage(format!(
+                    "{flag} {arg}: does not exist; give {flag}-size to create it"
+                )))
+            }
+            (Found::Missing, Some(n)) => files::ensure_room(flag, path, n)?,
+            (found, Some(_)) if found != Found::File(0) => {
+                return Err(usage(format!(
+                    "{flag} {arg}: exists; {flag}-size applies only to a file create makes"
+                )))
+            }
+            (found, _) => existing.push((flag, arg, found)),
+        }
+    }
+    if existing.is_empty() || p.force {
+        return Ok(());
+    }
+    let pair_ok = existing_pair_is_clean(p)?;
+    for (flag, arg, found) in existing {
+        if pair_ok {
+            continue;
+        }
+        let what = match found {
+            Found::File(n) => format!("a {} file", units::human(n)),
+            _ => "a block device".into(),
+        };
+        return Err(usage(if flag == "--ssd" {
+            format!(
+                "--ssd {arg}: {what} that is not a flashkv hybrid cache; create would overwrite it \
+                 (superblocks, mapping and cache regions); pass --force to destroy its contents"
+            )
+        } else {
+            format!(
+                "--hdd {arg}: {what} that is not the disk of a flashkv hybrid on --ssd {}; \
+                 create would make its contents the hybrid's data, later overwritten; pass --force",
+                p.ssd
+            )
+        }));
+    }
+    Ok(())
+}
+
+/// Whether the existing SSD file is a hybrid cache whose pair opens with this
+/// HDD (or a HDD create makes) and holds no data not yet on the HDD.
+fn existing_pair_is_clean(p: &Pair) -> Result<bool, CliError> {
+    let ssd = Path::new(&p.ssd);
+    if is_preset(&p.ssd) || !has_hybrid_superblock(ssd) {
+        return Ok(false);
+    }
+    if is_preset(&p.hdd) || !Path::new(&p.hdd).exists() {
+        return Ok(true);
+    }
+    let Ok(ssd_dev) = open_device(&p.ssd, None, false) else {
+        return Ok(false);
+    };
+    let Ok(hdd_dev) = open_device(&p.hdd, None, false) else {
+        return Ok(false);
+    };
+    let Ok(dev) = HybridDevice::open(ssd_dev, hdd_dev, Options::default()) else {
+        return Ok(false);
+    };
+    let dirty = dev.hybrid_stats().dirty_bytes;
+    if dirty > 0 {
+        return Err(usage(format!(
+            "--ssd {}: holds {} of writes not yet on --hdd {}; create would discard them; \
+             pass --force to do so",
+            p.ssd,
+            units::human(dirty),
+            p.hdd
+        )));
+    }
+    Ok(true)
+}
+
+/// Whether the file starts with a valid hybrid superblock.
+fn has_hybrid_superblock(path: &Path) -> bool {
+    let mut head = vec![0u8; SUPERBLOCK_BYTES as usize];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return false;
+    };
+    f.read_exact(&mut head).is_ok() && is_hybrid_ssd(&head)
 }
 
 fn mib(b: u64) -> String {

@@ -8,6 +8,7 @@ use flashkv_lab::lab::{self, Experiment, LabOptions};
 use serde_json::{Map, Value};
 
 use crate::error::{print_json, CliError};
+use crate::progress::LabProgress;
 
 /// Run the lab on the built-in emulated devices: reproduce the seed
 /// documents' experiments, print the comparison, and write results/ (one
@@ -67,19 +68,21 @@ pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
     } else {
         a.experiments.iter().map(|n| n.experiment()).collect()
     };
-    let spinner = indicatif::ProgressBar::new_spinner();
-    let progress = spinner.clone();
+    crate::files::check_out_dir("--out", &a.out)?;
+    let names = experiments.iter().map(|e| e.name()).collect();
+    let progress = std::rc::Rc::new(std::cell::RefCell::new(LabProgress::new(names)));
+    let p = progress.clone();
     let opts = LabOptions {
         quick: a.quick,
         out: a.out.clone(),
         seed: a.seed,
-        on_progress: Box::new(move |what| {
-            progress.set_message(what.to_string());
-            progress.tick();
-        }),
+        on_progress: Box::new(move |what| p.borrow_mut().step(what)),
     };
     let sections = lab::run(&experiments, &opts)?;
-    spinner.finish_and_clear();
+    drop(opts);
+    if let Ok(p) = std::rc::Rc::try_unwrap(progress) {
+        p.into_inner().finish();
+    }
     if a.json {
         let obj: Map<String, Value> = sections
             .into_iter()

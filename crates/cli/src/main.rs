@@ -3,12 +3,15 @@
 mod advise;
 mod devices;
 mod error;
+mod files;
 mod hybrid;
 mod kv;
 mod lab;
 mod profile;
 mod profile_path;
+mod progress;
 mod replay;
+mod units;
 
 use std::process::ExitCode;
 
@@ -73,5 +76,96 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => e.exit(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use proptest::prelude::*;
+
+    #[test]
+    fn the_parser_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    /// Words a user might type, valid or not, and arbitrary strings.
+    fn word() -> impl Strategy<Value = String> {
+        const KNOWN: &[&str] = &[
+            "lab",
+            "devices",
+            "profile",
+            "advise",
+            "kv",
+            "hybrid",
+            "replay",
+            "create",
+            "inspect",
+            "put",
+            "get",
+            "scan",
+            "stats",
+            "--device",
+            "--spec",
+            "--path",
+            "--span",
+            "--ops",
+            "--block-sizes",
+            "--patterns",
+            "--json",
+            "--out",
+            "--quick",
+            "--ssd",
+            "--hdd",
+            "--ssd-size",
+            "--hdd-size",
+            "--force",
+            "--trace",
+            "--format",
+            "--db",
+            "--size",
+            "--iodepth",
+            "--duration",
+            "-h",
+            "--help",
+            "-V",
+            "nvme",
+            "0",
+            "1p",
+            "4k",
+            "-1",
+            "",
+            "=",
+            "--",
+            "seed004",
+            "msr",
+            "1e308",
+            "18446744073709551616",
+        ];
+        prop_oneof![
+            3 => proptest::sample::select(KNOWN).prop_map(str::to_string),
+            1 => any::<String>(),
+            1 => "[-a-z0-9=,.]{0,12}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn arbitrary_arguments_parse_or_fail_in_one_line(words in proptest::collection::vec(word(), 0..8)) {
+            let argv = std::iter::once("flashkv".to_string()).chain(words);
+            match Cli::try_parse_from(argv) {
+                Ok(_) => {}
+                Err(e) => {
+                    use clap::error::ErrorKind;
+                    if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                        let line = error::clap_line(&e);
+                        prop_assert!(!line.contains('\n'), "{line}");
+                        prop_assert!(line.ends_with("(see --help)"), "{line}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use flashkv_device::{parse_size, presets, BlockDevice, DeviceSpec, SimDevice};
+use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
 use flashkv_lab::profile::{self, Pattern, ProfileRow, ProfileSpec};
 use flashkv_lab::report::{f, size_label, Table};
 
@@ -78,15 +78,11 @@ fn parse_pattern(s: &str) -> Result<Pattern, String> {
 }
 
 fn parse_block(s: &str) -> Result<u64, String> {
-    match parse_size(s) {
-        Ok(0) => Err("block size must be greater than zero".into()),
-        Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
-    }
+    crate::units::nonzero_size(s)
 }
 
 fn parse_span(s: &str) -> Result<u64, String> {
-    parse_block(s)
+    crate::units::nonzero_size(s)
 }
 
 /// A request count: an integer or a whole number in exponent form (1e10).

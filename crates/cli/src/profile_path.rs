@@ -1,22 +1,84 @@
 //! `flashkv profile --path`: the profiler on a real file or block device.
 
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use flashkv_lab::profile::ProfileRow;
-use flashkv_lab::real::{self, Budget, RealSpec, TargetError, TargetOptions};
+use flashkv_lab::real::{
+    self, Budget, RealSpec, TargetError, TargetOptions, DEFAULT_SPAN, HEADER, MARKER,
+};
 use flashkv_lab::report::size_label;
 
 use crate::error::CliError;
+use crate::files::{self, Created, Found};
 use crate::profile::ProfileArgs;
+use crate::progress::{Progress, Unit};
 
 /// Seconds per run when neither --ops nor --duration is given.
 const DEFAULT_SECONDS: f64 = 5.0;
 const DEFAULT_WARMUP: f64 = 1.0;
 
 pub fn run(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), CliError> {
+    let mut created = Created::default();
+    if files::inspect("--path", path)? == Found::Missing {
+        created.add(path);
+    }
+    let rows = measure(a, path)?;
+    created.keep();
+    Ok(rows)
+}
+
+/// Bytes preparing `path` adds: a new file, or the growth of one the
+/// profiler made before. Foreign files and devices are never grown.
+fn growth(path: &Path, span: Option<u64>) -> Result<u64, CliError> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(HEADER + span.unwrap_or(DEFAULT_SPAN));
+    };
+    let mut head = vec![0u8; MARKER.len()];
+    let ours = meta.is_file()
+        && std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+        && head == MARKER;
+    Ok(match (ours, span) {
+        (true, Some(s)) => (HEADER + s).saturating_sub(meta.len()),
+        _ => 0,
+    })
+}
+
+fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), CliError> {
     let writes = a.patterns.iter().any(|p| p.writes());
-    let target = real::prepare(
+    // Checked before anything is filled (a misaligned span is refused by
+    // `prepare`, also before it fills).
+    let span = a
+        .span
+        .or((!path.exists()).then_some(DEFAULT_SPAN))
+        .filter(|s| s % HEADER == 0);
+    let too_big = span.and_then(|s| a.block_sizes.iter().find(|&&b| b > s));
+    if let (Some(span), Some(&bs)) = (span, too_big) {
+        return Err(CliError::Usage(format!(
+            "--block-sizes {}: larger than the span of {}",
+            size_label(bs),
+            size_label(span)
+        )));
+    }
+    let need = growth(path, a.span)?;
+    if need > 0 {
+        files::ensure_room("--path", path, need)?;
+    }
+    // A new file's header is written apart from the fill.
+    let fill_bytes = if path.exists() {
+        need
+    } else {
+        need.saturating_sub(HEADER)
+    };
+    let mut fill = Progress::new(
+        &format!("filling {}", path.display()),
+        fill_bytes,
+        Unit::Bytes,
+    );
+    let target = real::prepare_with(
         path,
         &TargetOptions {
             span: a.span,
@@ -24,8 +86,10 @@ pub fn run(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
             force: a.force,
             direct: true,
         },
+        &mut |done, _| fill.finished(done, ""),
     )
     .map_err(target_error)?;
+    fill.finish();
     if let Some(w) = &target.warning {
         eprintln!("warning: {w}");
     }
@@ -50,17 +114,16 @@ pub fn run(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
         .collect();
     let mut devs = target.open(a.iodepth as usize)?;
 
-    // The bar counts thousandths of a run; indicatif draws only on a terminal.
-    let bar = indicatif::ProgressBar::new(specs.len() as u64 * 1000);
+    let mut bar = Progress::new("profile", specs.len() as u64, Unit::Steps);
     let name = path.display().to_string();
     let mut rows = Vec::new();
     for (i, s) in specs.iter().enumerate() {
-        bar.set_message(format!("{} {}", s.pattern, size_label(s.block_size)));
-        let at = |frac: f64| bar.set_position(i as u64 * 1000 + (frac * 1000.0) as u64);
-        rows.push(real::run(&mut devs, &name, s, &at)?);
-        bar.set_position((i as u64 + 1) * 1000);
+        let what = format!("{} {}", s.pattern, size_label(s.block_size));
+        bar.start(&what);
+        rows.push(real::run(&mut devs, &name, s, &|_| {})?);
+        bar.finished(i as u64 + 1, &what);
     }
-    bar.finish_and_clear();
+    bar.finish();
 
     let budget = match budget {
         Budget::Ops(n) => format!("{n} ops per point"),

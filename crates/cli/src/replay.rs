@@ -103,6 +103,12 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         TraceError::Io(io) => CliError::Usage(format!("{}: {io}", a.trace.display())),
         other => CliError::Usage(format!("{}: {other}", a.trace.display())),
     })?;
+    if records.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no records",
+            a.trace.display()
+        )));
+    }
     if let Some(n) = a.limit {
         records.truncate(n);
     }
@@ -163,7 +169,7 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
-    flashkv_device::parse_size(s).map_err(|e| e.to_string())
+    crate::units::size(s)
 }
 
 fn timing_name(t: Timing) -> &'static str {

@@ -58,6 +58,45 @@ fn bad_input_is_one_line_and_exit_code_2() {
     assert_usage_error(&["frobnicate"], "frobnicate");
 }
 
+/// A spec as the README tells users to write it.
+const USER_SPEC: &str = "description = \"my 15K disk\"\nsource = \"datasheet\"\n\
+    capacity = \"8 GiB\"\npower = { active_mw = 12000, idle_mw = 8000 }\n\
+    [model]\nkind = \"hdd\"\nrpm = 15000\nseek_avg_ms = 3.5\nmedia_mb_per_s = 125\n";
+
+#[test]
+fn a_spec_missing_a_field_or_with_bad_power_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    let s = spec.to_str().unwrap();
+    for (from, to, needle) in [
+        (
+            "description = \"my 15K disk\"\n",
+            "",
+            "missing field `description`",
+        ),
+        ("source = \"datasheet\"\n", "", "missing field `source`"),
+        (
+            "power = { active_mw = 12000, idle_mw = 8000 }\n",
+            "",
+            "missing field `power`",
+        ),
+        (
+            "idle_mw = 8000",
+            "idle_mw = -3",
+            "power.idle_mw = -3 must be a number >= 0",
+        ),
+        (
+            "active_mw = 12000",
+            "active_mw = 5000",
+            "power.active_mw = 5000 is below",
+        ),
+    ] {
+        std::fs::write(&spec, USER_SPEC.replace(from, to)).unwrap();
+        assert_usage_error(&["profile", "--spec", s], needle);
+        assert_usage_error(&["advise", "--spec", s], needle);
+    }
+}
+
 #[test]
 fn a_malformed_spec_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -75,7 +114,7 @@ fn a_malformed_spec_is_a_usage_error() {
 fn a_user_spec_profiles_and_json_is_only_json() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("my-disk.toml");
-    std::fs::write(&spec, "capacity = \"8 GiB\"\n[model]\nkind = \"hdd\"\nrpm = 15000\nseek_avg_ms = 3.5\nmedia_mb_per_s = 125\n").unwrap();
+    std::fs::write(&spec, USER_SPEC).unwrap();
     let o = flashkv(&[
         "profile",
         "--spec",

@@ -131,11 +131,11 @@ fn bad_path_options_are_usage_errors() {
             "--ops",
             "5",
         ]),
-        "No such file or directory",
+        "no/such does not exist",
     );
     assert_refused(
         &flashkv(&["profile", "--path", path, "--span", "1000", "--ops", "5"]),
-        "not a positive multiple of 4096",
+        "--span 1000B is not a positive multiple of 4 KiB",
     );
     assert!(
         !std::path::Path::new(path).exists(),
@@ -161,7 +161,7 @@ fn bad_path_options_are_usage_errors() {
             "--ops",
             "5",
         ]),
-        "not a regular file",
+        "is a directory",
     );
     assert_refused(
         &flashkv(&[
@@ -177,7 +177,7 @@ fn bad_path_options_are_usage_errors() {
             "--warmup",
             "0",
         ]),
-        "smaller than one",
+        "--block-sizes 2M: larger than the span of 1M",
     );
 }
 

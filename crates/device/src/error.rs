@@ -19,6 +19,10 @@ pub enum DeviceError {
     Unsupported(&'static str),
     #[error("device spec: {0}")]
     Spec(String),
+    /// A bad value from the caller that is not part of a spec (a size, a
+    /// file too small to hold a sector); the message says which.
+    #[error("{0}")]
+    BadInput(String),
     #[error("unknown device preset '{name}' (known: {known})")]
     UnknownPreset { name: String, known: String },
     #[error("simulated crash: the device is powered off")]

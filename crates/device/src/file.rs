@@ -89,7 +89,7 @@ impl FileDevice {
                 ));
             }
             if opts.read_only || opts.capacity == 0 {
-                return Err(DeviceError::Spec(format!(
+                return Err(DeviceError::BadInput(format!(
                     "{}: does not exist; creating it needs a capacity and write access",
                     path.display()
                 )));
@@ -152,8 +152,8 @@ impl FileDevice {
         let sector = if direct { DIRECT_ALIGN as u64 } else { 512 };
         let capacity = size / sector * sector;
         if capacity == 0 {
-            return Err(DeviceError::Spec(format!(
-                "{}: size {size} holds no whole {sector}-byte sector",
+            return Err(DeviceError::BadInput(format!(
+                "{}: its {size} bytes hold no whole {sector}-byte sector",
                 path.display()
             )));
         }

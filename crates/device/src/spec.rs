@@ -49,6 +49,27 @@ pub struct PowerSpec {
     pub idle_mw: f64,
 }
 
+impl PowerSpec {
+    /// Power is finite, not negative, and serving draws at least idle power;
+    /// `active_mw = 0` says the model's per-operation energies carry all of
+    /// the busy power (raw NAND costed per page, as seed 000 Table 2.1).
+    pub fn validate(&self) -> Result<()> {
+        let (a, i) = (self.active_mw, self.idle_mw);
+        require(
+            a.is_finite() && a >= 0.0,
+            &format!("power.active_mw = {a} must be a number >= 0"),
+        )?;
+        require(
+            i.is_finite() && i >= 0.0,
+            &format!("power.idle_mw = {i} must be a number >= 0"),
+        )?;
+        require(
+            a >= i || a == 0.0,
+            &format!("power.active_mw = {a} is below power.idle_mw = {i} (0 means per-operation energies only)"),
+        )
+    }
+}
+
 /// The cost model and its parameters.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -78,16 +99,45 @@ impl DeviceSpec {
         if spec.name.is_empty() {
             spec.name = name.to_string();
         }
+        spec.power.validate()?;
         spec.build_model()?;
         Ok(spec)
     }
 
-    /// Reads a spec file.
+    /// Parses a spec a user wrote: as [`DeviceSpec::from_toml`], and the
+    /// fields that say what the device is and where its numbers come from
+    /// (`description`, `source`, `power`) must be present and non-empty.
+    pub fn from_user_toml(text: &str, name: &str) -> Result<Self> {
+        let spec = Self::from_toml(text, name)?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|e| DeviceError::Spec(one_line(&e.to_string())))?;
+        for field in ["description", "source", "power"] {
+            require(
+                table.contains_key(field),
+                &format!("missing field `{field}`"),
+            )?;
+        }
+        let power = table.get("power").and_then(|p| p.as_table());
+        for field in ["active_mw", "idle_mw"] {
+            require(
+                power.is_some_and(|p| p.contains_key(field)),
+                &format!("missing field `power.{field}`"),
+            )?;
+        }
+        require(
+            !spec.description.trim().is_empty(),
+            "`description` is empty",
+        )?;
+        require(!spec.source.trim().is_empty(), "`source` is empty")?;
+        Ok(spec)
+    }
+
+    /// Reads a spec file a user wrote (see [`DeviceSpec::from_user_toml`]).
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| DeviceError::Spec(format!("{}: {e}", path.display())))?;
         let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
-        Self::from_toml(&text, stem).map_err(|e| match e {
+        Self::from_user_toml(&text, stem).map_err(|e| match e {
             DeviceError::Spec(m) => DeviceError::Spec(format!("{}: {m}", path.display())),
             other => other,
         })
@@ -114,7 +164,7 @@ pub fn parse_size(s: &str) -> Result<u64> {
     parse_size::Config::new()
         .with_binary()
         .parse_size(s.trim())
-        .map_err(|e| DeviceError::Spec(format!("invalid size '{s}': {e}")))
+        .map_err(|e| DeviceError::BadInput(format!("invalid size '{s}': {e}")))
 }
 
 /// Accepts a size as an integer or a string such as "4k".
@@ -141,5 +191,59 @@ pub(crate) fn require(ok: bool, what: &str) -> Result<()> {
         Ok(())
     } else {
         Err(DeviceError::Spec(what.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FULL: &str = "description = \"d\"\nsource = \"s\"\ncapacity = \"1 GiB\"\n\
+        power = { active_mw = 9000, idle_mw = 6000 }\n[model]\nkind = \"hdd\"\n\
+        rpm = 7200\nseek_avg_ms = 8.5\nmedia_mb_per_s = 100\n";
+
+    fn user(text: &str) -> String {
+        match DeviceSpec::from_user_toml(text, "t") {
+            Ok(_) => "ok".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_user_spec_needs_description_source_and_power() {
+        assert_eq!(user(FULL), "ok");
+        for (field, line) in [
+            ("description", "description = \"d\"\n"),
+            ("source", "source = \"s\"\n"),
+            ("power", "power = { active_mw = 9000, idle_mw = 6000 }\n"),
+        ] {
+            let e = user(&FULL.replace(line, ""));
+            assert_eq!(e, format!("device spec: missing field `{field}`"));
+        }
+        let e = user(&FULL.replace(", idle_mw = 6000", ""));
+        assert_eq!(e, "device spec: missing field `power.idle_mw`");
+        let e = user(&FULL.replace("\"s\"", "\" \""));
+        assert_eq!(e, "device spec: `source` is empty");
+    }
+
+    #[test]
+    fn power_must_be_non_negative_and_active_at_least_idle() {
+        let e = user(&FULL.replace("idle_mw = 6000", "idle_mw = -3"));
+        assert_eq!(e, "device spec: power.idle_mw = -3 must be a number >= 0");
+        let e = user(&FULL.replace("active_mw = 9000", "active_mw = 5000"));
+        assert_eq!(
+            e,
+            "device spec: power.active_mw = 5000 is below power.idle_mw = 6000 \
+             (0 means per-operation energies only)"
+        );
+        // The library parser checks signs too, for specs built in code.
+        let e = DeviceSpec::from_toml(&FULL.replace("9000", "-1"), "t").unwrap_err();
+        assert!(e.to_string().contains("active_mw = -1"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_size_names_the_value_without_a_spec_prefix() {
+        let e = parse_size("abc").unwrap_err().to_string();
+        assert!(e.starts_with("invalid size 'abc'"), "{e}");
     }
 }

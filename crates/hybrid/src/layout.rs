@@ -243,6 +243,18 @@ impl Superblock {
     }
 }
 
+/// Bytes at the start of a device that hold both superblock slots.
+pub const SUPERBLOCK_BYTES: u64 = 2 * SB_SLOT;
+
+/// Whether `head`, the first [`SUPERBLOCK_BYTES`] of a device, holds a valid
+/// hybrid superblock in either slot: the device is a hybrid's SSD.
+pub fn is_hybrid_ssd(head: &[u8]) -> bool {
+    Superblock::slots().iter().any(|&off| {
+        head.get(off as usize..(off + SB_SLOT) as usize)
+            .is_some_and(|slot| Superblock::decode(slot).is_some())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +308,14 @@ mod tests {
         };
         let mut b = sb.encode();
         assert_eq!(Superblock::decode(&b), Some(sb));
+        let mut head = vec![0u8; SUPERBLOCK_BYTES as usize];
+        assert!(!is_hybrid_ssd(&head));
+        head[4096..].copy_from_slice(&b);
+        assert!(is_hybrid_ssd(&head), "the second slot alone is enough");
+        assert!(
+            !is_hybrid_ssd(&head[..6000]),
+            "a short file is not a hybrid"
+        );
         b[20] ^= 1;
         assert_eq!(Superblock::decode(&b), None);
     }

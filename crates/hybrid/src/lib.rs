@@ -80,7 +80,7 @@ pub mod trace;
 
 pub use device::HybridDevice;
 pub use error::{HybridError, Result};
-pub use layout::Layout;
+pub use layout::{is_hybrid_ssd, Layout, SUPERBLOCK_BYTES};
 pub use options::Options;
 pub use route::{Route, Router};
 pub use stats::{HybridStats, RecoveryReport};

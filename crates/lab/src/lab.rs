@@ -1,10 +1,11 @@
 //! The lab: runs experiments, writes `results/`, and returns a summary.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use flashkv_device::DeviceError;
 
 use crate::profile::ProfileError;
+use crate::summary::{self, RunInfo};
 
 /// How the lab runs.
 pub struct LabOptions {
@@ -110,28 +111,19 @@ pub enum LabError {
     Data(String),
 }
 
-/// Runs `experiments` and writes `summary.md` beside their folders.
+/// Runs `experiments`, each into its folder with its part of the summary,
+/// then writes `summary.md` and `index.html` from every part present.
 pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>, LabError> {
-    let sections = experiments
-        .iter()
-        .map(|e| e.run(opts))
-        .collect::<Result<Vec<_>, _>>()?;
-    write_summary(&opts.out, &sections, opts.quick)?;
+    std::fs::create_dir_all(&opts.out).map_err(|e| LabError::Output(opts.out.clone(), e))?;
+    let info = RunInfo::now(opts.quick, opts.seed);
+    let mut sections = Vec::new();
+    for e in experiments {
+        summary::clear_stale(&opts.out, e.name())?;
+        let s = e.run(opts)?;
+        summary::write_section(&opts.out, &s, &info)?;
+        sections.push(s);
+    }
+    let ran: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
+    summary::write_summary(&opts.out, &info, &ran)?;
     Ok(sections)
-}
-
-fn write_summary(out: &Path, sections: &[Section], quick: bool) -> Result<(), LabError> {
-    std::fs::create_dir_all(out).map_err(|e| LabError::Output(out.to_path_buf(), e))?;
-    let mut md = String::from("# flashkv lab summary\n\n");
-    if quick {
-        md.push_str(
-            "_Quick run (`--quick`): fewer operations per point, so figures are noisier._\n\n",
-        );
-    }
-    for s in sections {
-        md.push_str(&s.markdown);
-        md.push('\n');
-    }
-    let path = out.join("summary.md");
-    std::fs::write(&path, md).map_err(|e| LabError::Output(path, e))
 }

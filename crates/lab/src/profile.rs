@@ -117,9 +117,9 @@ pub enum ProfileError {
         "block size must be a positive multiple of the device's {sector}-byte sector, got {block}"
     )]
     BadBlockSize { block: u64, sector: u32 },
-    #[error("span {span} is larger than the device's capacity {capacity}")]
+    #[error("--span {}: larger than the device's capacity of {}", crate::report::size_label(*span), crate::report::size_label(*capacity))]
     SpanTooLarge { span: u64, capacity: u64 },
-    #[error("span {span} is smaller than one {block}-byte block")]
+    #[error("--span {}: smaller than one {} block", crate::report::size_label(*span), crate::report::size_label(*block))]
     SpanTooSmall { span: u64, block: u64 },
     #[error("ops and iodepth must be at least 1")]
     Zero,

@@ -5,7 +5,6 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use plotters::prelude::*;
 use serde::Serialize;
 
 /// A table with a title, printed aligned for a terminal or as Markdown.
@@ -110,114 +109,7 @@ pub fn write_csv<T: Serialize>(path: &Path, rows: &[T]) -> io::Result<()> {
     w.flush()
 }
 
-/// One line of a plot.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64)>,
-    /// Drawn dashed-looking (points only) rather than as a line: published figures.
-    pub markers_only: bool,
-}
-
-/// A line plot written as SVG.
-#[derive(Debug, Clone)]
-pub struct Plot<'a> {
-    pub title: &'a str,
-    pub x_label: &'a str,
-    pub y_label: &'a str,
-    pub log_x: bool,
-    pub log_y: bool,
-    pub series: &'a [Series],
-}
-
-impl Plot<'_> {
-    pub fn write_svg(&self, path: &Path) -> io::Result<()> {
-        self.draw(path).map_err(|e| io::Error::other(e.to_string()))
-    }
-
-    fn draw(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-        let pts = || self.series.iter().flat_map(|s| s.points.iter().copied());
-        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-        for (x, y) in pts() {
-            x0 = x0.min(x);
-            x1 = x1.max(x);
-            y0 = y0.min(y);
-            y1 = y1.max(y);
-        }
-        if x0 > x1 {
-            (x0, x1, y0, y1) = (1.0, 2.0, 1.0, 2.0);
-        }
-        // Log axes need positive bounds; linear y axes start at zero.
-        let (x0, x1) = if self.log_x {
-            (x0.max(1e-9) / 1.2, x1 * 1.2)
-        } else {
-            (x0, x1.max(x0 + 1e-9))
-        };
-        let (y0, y1) = if self.log_y {
-            (y0.max(1e-9) / 1.5, y1.max(1e-9) * 1.5)
-        } else {
-            (0.0, y1.max(1e-9) * 1.1)
-        };
-
-        let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut b = ChartBuilder::on(&root);
-        b.caption(self.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70);
-        macro_rules! finish {
-            ($chart:expr) => {{
-                let mut chart = $chart;
-                chart
-                    .configure_mesh()
-                    .x_desc(self.x_label)
-                    .y_desc(self.y_label)
-                    .draw()?;
-                for (i, s) in self.series.iter().enumerate() {
-                    let color = Palette99::pick(i).to_rgba();
-                    if s.markers_only {
-                        chart
-                            .draw_series(
-                                s.points
-                                    .iter()
-                                    .map(|&p| Cross::new(p, 5, color.stroke_width(2))),
-                            )?
-                            .label(s.name.as_str())
-                            .legend(move |(x, y)| {
-                                Cross::new((x + 10, y), 5, color.stroke_width(2))
-                            });
-                    } else {
-                        chart
-                            .draw_series(LineSeries::new(
-                                s.points.iter().copied(),
-                                color.stroke_width(2),
-                            ))?
-                            .label(s.name.as_str())
-                            .legend(move |(x, y)| {
-                                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                            });
-                    }
-                }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()?;
-            }};
-        }
-        match (self.log_x, self.log_y) {
-            (true, true) => {
-                finish!(b.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?)
-            }
-            (true, false) => finish!(b.build_cartesian_2d((x0..x1).log_scale(), y0..y1)?),
-            (false, true) => finish!(b.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?),
-            (false, false) => finish!(b.build_cartesian_2d(x0..x1, y0..y1)?),
-        }
-        root.present()?;
-        Ok(())
-    }
-}
+pub use crate::plot::{Plot, Series};
 
 /// Formats a float with `d` decimals.
 pub fn f(v: f64, d: usize) -> String {
@@ -227,6 +119,7 @@ pub fn f(v: f64, d: usize) -> String {
 /// Formats a byte count the way the seeds label block sizes: 512B, 4K, 1M.
 pub fn size_label(bytes: u64) -> String {
     match bytes {
+        b if b >= 1 << 50 && b % (1 << 50) == 0 => format!("{}P", b >> 50),
         b if b >= 1 << 40 && b % (1 << 40) == 0 => format!("{}T", b >> 40),
         b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}G", b >> 30),
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),

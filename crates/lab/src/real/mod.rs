@@ -9,4 +9,6 @@ mod run;
 mod target;
 
 pub use run::{run, Budget, RealSpec};
-pub use target::{prepare, Target, TargetError, TargetOptions, DEFAULT_SPAN, HEADER, MARKER};
+pub use target::{
+    prepare, prepare_with, Target, TargetError, TargetOptions, DEFAULT_SPAN, HEADER, MARKER,
+};

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use flashkv_device::{BlockDevice, DeviceError, FileDevice, FileOptions};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 
+use crate::report::size_label;
+
 /// First bytes of a file the profiler created.
 pub const MARKER: &[u8] = b"flashkv profile file v1\n";
 /// Bytes before the test span in a file the profiler owns (one O_DIRECT block).
@@ -56,11 +58,11 @@ pub struct Target {
 pub enum TargetError {
     #[error("{0}: exists and was not created by flashkv profile; refusing to write to it (pass --force to overwrite it, or profile read patterns only)")]
     NotOurs(PathBuf),
-    #[error("span {0} is not a positive multiple of {HEADER} bytes")]
+    #[error("--span {} is not a positive multiple of 4 KiB", size_label(*.0))]
     BadSpan(u64),
     #[error("{0}: not a regular file or block device")]
     NotAFile(PathBuf),
-    #[error("{path}: span {span} is larger than its {capacity} bytes")]
+    #[error("--span {}: larger than {path}, which holds {}", size_label(*span), size_label(*capacity))]
     TooSmall {
         path: PathBuf,
         span: u64,
@@ -74,6 +76,15 @@ pub enum TargetError {
 /// its span with random bytes (so reads hit allocated blocks and no device
 /// can compress or deduplicate them away).
 pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target, TargetError> {
+    prepare_with(path, opts, &mut |_, _| {})
+}
+
+/// [`prepare`], calling `on_fill(done, total)` (bytes) while it fills a span.
+pub fn prepare_with(
+    path: &Path,
+    opts: &TargetOptions,
+    on_fill: &mut dyn FnMut(u64, u64),
+) -> Result<Target, TargetError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => Some(m),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -81,7 +92,7 @@ pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target, TargetError>
     };
     let Some(meta) = meta else {
         let span = opts.span.unwrap_or(DEFAULT_SPAN);
-        return lay_out(path, opts, span, 0);
+        return lay_out(path, opts, span, 0, on_fill);
     };
     let block_dev = meta.file_type().is_block_device();
     if !block_dev && !meta.is_file() {
@@ -89,7 +100,7 @@ pub fn prepare(path: &Path, opts: &TargetOptions) -> Result<Target, TargetError>
     }
     if !block_dev && has_marker(path)? {
         let span = opts.span.unwrap_or(meta.len().saturating_sub(HEADER));
-        return lay_out(path, opts, span, meta.len().saturating_sub(HEADER));
+        return lay_out(path, opts, span, meta.len().saturating_sub(HEADER), on_fill);
     }
     if opts.writes && !opts.force {
         return Err(TargetError::NotOurs(path.to_path_buf()));
@@ -130,7 +141,13 @@ impl Target {
 
 /// Creates (`have` = 0) or extends an own file to hold `span` bytes after the
 /// header, writing the header and the new part of the span.
-fn lay_out(path: &Path, opts: &TargetOptions, span: u64, have: u64) -> Result<Target, TargetError> {
+fn lay_out(
+    path: &Path,
+    opts: &TargetOptions,
+    span: u64,
+    have: u64,
+    on_fill: &mut dyn FnMut(u64, u64),
+) -> Result<Target, TargetError> {
     // Checked before anything is created: O_DIRECT moves whole 4 KiB blocks.
     if span == 0 || span % HEADER != 0 {
         return Err(TargetError::BadSpan(span));
@@ -151,7 +168,7 @@ fn lay_out(path: &Path, opts: &TargetOptions, span: u64, have: u64) -> Result<Ta
         let mut header = vec![0u8; HEADER as usize];
         header[..MARKER.len()].copy_from_slice(MARKER);
         dev.write(0, &header)?;
-        fill(&mut dev, HEADER + have, HEADER + span)?;
+        fill(&mut dev, HEADER + have, HEADER + span, on_fill)?;
         dev.flush()?;
     }
     Ok(Target {
@@ -165,7 +182,12 @@ fn lay_out(path: &Path, opts: &TargetOptions, span: u64, have: u64) -> Result<Ta
     })
 }
 
-fn fill(dev: &mut FileDevice, from: u64, to: u64) -> Result<(), DeviceError> {
+fn fill(
+    dev: &mut FileDevice,
+    from: u64,
+    to: u64,
+    on_fill: &mut dyn FnMut(u64, u64),
+) -> Result<(), DeviceError> {
     const CHUNK: u64 = 1 << 20;
     let mut rng = SmallRng::seed_from_u64(from);
     let mut buf = vec![0u8; CHUNK as usize];
@@ -175,6 +197,7 @@ fn fill(dev: &mut FileDevice, from: u64, to: u64) -> Result<(), DeviceError> {
         rng.fill_bytes(&mut buf[..n]);
         dev.write(off, &buf[..n])?;
         off += n as u64;
+        on_fill(off - from, to - from);
     }
     Ok(())
 }
@@ -219,8 +242,13 @@ mod tests {
     fn creates_marks_fills_and_grows_its_own_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t");
-        let t = prepare(&p, &opts(1 << 20, true, false)).unwrap();
+        let mut seen = Vec::new();
+        let t = prepare_with(&p, &opts(1 << 20, true, false), &mut |d, n| {
+            seen.push((d, n))
+        })
+        .unwrap();
         assert!(t.own && t.base == HEADER && t.span == 1 << 20);
+        assert_eq!(seen, [(1 << 20, 1 << 20)], "one 1 MiB chunk reported");
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(bytes.len() as u64, HEADER + (1 << 20));
         assert!(bytes.starts_with(MARKER));

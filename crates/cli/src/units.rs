@@ -1,0 +1,58 @@
+//! Sizes as people read and write them: `1 PiB`, not 1125899906842624.
+
+/// `bytes` in the largest binary unit that keeps it readable: exact
+/// (`64 MiB`) when it divides, else one decimal (`1.5 GiB`).
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1u64 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let scale = 1u64 << (10 * unit);
+    if bytes % scale == 0 {
+        format!("{} {}", bytes / scale, UNITS[unit])
+    } else {
+        format!("{:.1} {}", bytes as f64 / scale as f64, UNITS[unit])
+    }
+}
+
+/// Parses a size argument (`4096`, `4k`, `64m`, `1 GiB`; binary multiples).
+pub fn size(s: &str) -> Result<u64, String> {
+    flashkv_device::parse_size(s)
+        .map_err(|_| format!("'{s}' is not a size (use bytes or e.g. 4k, 64m, 1g)"))
+}
+
+/// A size that must be greater than zero.
+pub fn nonzero_size(s: &str) -> Result<u64, String> {
+    match size(s)? {
+        0 => Err("must be greater than zero".into()),
+        n => Ok(n),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human(0), "0 B");
+        assert_eq!(human(3000), "2.9 KiB");
+        assert_eq!(human(4096), "4 KiB");
+        assert_eq!(human(64 << 20), "64 MiB");
+        assert_eq!(human(3 << 29), "1.5 GiB");
+        assert_eq!(human(1 << 50), "1 PiB");
+        assert_eq!(human(1 << 60), "1 EiB");
+        assert_eq!(human(u64::MAX), "16.0 EiB");
+    }
+
+    #[test]
+    fn size_arguments() {
+        assert_eq!(size("64m"), Ok(64 << 20));
+        assert_eq!(
+            size("abc"),
+            Err("'abc' is not a size (use bytes or e.g. 4k, 64m, 1g)".into())
+        );
+        assert_eq!(nonzero_size("0"), Err("must be greater than zero".into()));
+    }
+}

@@ -1,0 +1,289 @@
+//! The reports as a reader gets them: every plot the lab draws is rendered
+//! (resvg, with the system's fonts) and its text must stay on the canvas
+//! without two labels touching; `summary.md` and `index.html` link every
+//! plot and CSV, and running one experiment keeps the others' sections.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flashkv_lab::lab::{self, Experiment, LabOptions};
+use flashkv_lab::summary::links;
+use resvg::usvg;
+
+fn run(out: &Path, experiments: &[Experiment]) {
+    let opts = LabOptions {
+        quick: true,
+        out: out.to_path_buf(),
+        seed: 1,
+        on_progress: Box::new(|_| {}),
+    };
+    lab::run(experiments, &opts).unwrap();
+}
+
+fn files(out: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for e in Experiment::ALL {
+        for f in std::fs::read_dir(out.join(e.name())).unwrap().flatten() {
+            if f.path().extension().is_some_and(|x| x == ext) {
+                v.push(f.path());
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Text boxes of a rendered SVG: (text, x0, y0, x1, y1).
+fn text_boxes(node: &usvg::Group, out: &mut Vec<(String, f32, f32, f32, f32)>) {
+    for n in node.children() {
+        match n {
+            usvg::Node::Group(g) => text_boxes(g, out),
+            usvg::Node::Text(t) => {
+                let b = t.abs_bounding_box();
+                let text: String = t.chunks().iter().map(|c| c.text()).collect();
+                out.push((
+                    text.trim().to_string(),
+                    b.left(),
+                    b.top(),
+                    b.right(),
+                    b.bottom(),
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why the plot at `path` is unreadable, if it is.
+fn check_plot(path: &Path, opt: &usvg::Options) -> Vec<String> {
+    let svg = std::fs::read_to_string(path).unwrap();
+    let tree = usvg::Tree::from_str(&svg, opt).unwrap();
+    let (w, h) = (tree.size().width(), tree.size().height());
+    let mut boxes = Vec::new();
+    text_boxes(tree.root(), &mut boxes);
+    let mut problems = Vec::new();
+    if boxes.len() < 6 {
+        problems.push(format!("only {} text elements were laid out", boxes.len()));
+    }
+    for (t, x0, y0, x1, y1) in &boxes {
+        if *x0 < 0.0 || *y0 < 0.0 || *x1 > w || *y1 > h {
+            problems.push(format!(
+                "'{t}' leaves the canvas: {x0:.0},{y0:.0}..{x1:.0},{y1:.0}"
+            ));
+        }
+    }
+    for (i, a) in boxes.iter().enumerate() {
+        for b in &boxes[i + 1..] {
+            let overlap_x = a.3.min(b.3) - a.1.max(b.1);
+            let overlap_y = a.4.min(b.4) - a.2.max(b.2);
+            if overlap_x > 0.5 && overlap_y > 0.5 {
+                problems.push(format!("'{}' overlaps '{}'", a.0, b.0));
+            }
+        }
+    }
+    // Render it as a reader's viewer would; something must be drawn.
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(w as u32, h as u32).unwrap();
+    resvg::render(&tree, Default::default(), &mut pixmap.as_mut());
+    if pixmap.data().chunks(4).all(|p| p[3] == 0) {
+        problems.push("renders blank".into());
+    }
+    if let Some(dir) = std::env::var_os("FLASHKV_PLOT_PNG") {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned() + ".png";
+        let parent = path.parent().unwrap().file_name().unwrap();
+        let dir = Path::new(&dir).join(parent);
+        std::fs::create_dir_all(&dir).unwrap();
+        pixmap.save_png(dir.join(name)).unwrap();
+    }
+    problems
+}
+
+fn options() -> usvg::Options<'static> {
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    // fontdb's generic "sans-serif" is Arial; map it to what is installed.
+    let sans = db
+        .faces()
+        .flat_map(|f| f.families.iter().map(|(n, _)| n.clone()))
+        .find(|n| n == "DejaVu Sans" || n.contains("Sans"));
+    if let Some(family) = sans {
+        db.set_sans_serif_family(family);
+    }
+    opt
+}
+
+#[test]
+fn the_check_sees_overlapping_and_clipped_labels() {
+    let opt = options();
+    if opt.fontdb.is_empty() {
+        eprintln!("no system fonts: skipping");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.svg");
+    let text = |x: u32, y: u32, s: &str| {
+        format!("<text x=\"{x}\" y=\"{y}\" font-family=\"sans-serif\" font-size=\"13\">{s}</text>")
+    };
+    let labels: String = (0..6).map(|i| text(20, 40 + 40 * i, "ok")).collect();
+    let svg = format!(
+        "<svg width=\"200\" height=\"300\" xmlns=\"http://www.w3.org/2000/svg\">\
+         <rect width=\"200\" height=\"300\" fill=\"#fff\"/>{labels}{}{}{}</svg>",
+        text(100, 20, "90.0"),
+        text(118, 20, "100.0"),
+        text(170, 290, "clipped label")
+    );
+    std::fs::write(&p, svg).unwrap();
+    let problems = check_plot(&p, &opt);
+    assert!(
+        problems.iter().any(|e| e == "'90.0' overlaps '100.0'"),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|e| e.starts_with("'clipped label' leaves the canvas")),
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 2, "{problems:?}");
+}
+
+#[test]
+fn every_plot_renders_readably_and_the_summary_links_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path();
+    run(out, &Experiment::ALL);
+
+    let opt = options();
+    let svgs = files(out, "svg");
+    assert!(svgs.len() >= 30, "{} plots", svgs.len());
+    if opt.fontdb.is_empty() {
+        eprintln!("no system fonts: text layout of the plots is not checked");
+    } else {
+        let bad: Vec<String> = svgs
+            .iter()
+            .flat_map(|p| {
+                check_plot(p, &opt)
+                    .into_iter()
+                    .map(move |e| format!("{}: {e}", p.display()))
+            })
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{} problems:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
+    }
+
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for head in [
+        "| version |",
+        "| commit |",
+        "| date |",
+        "| options |",
+        "| seed | 1 |",
+    ] {
+        assert!(md.contains(head), "summary lacks {head}");
+    }
+    let linked = links(&md);
+    for l in &linked {
+        assert!(
+            out.join(l).is_file(),
+            "summary links a missing {}",
+            l.display()
+        );
+    }
+    for f in svgs.iter().chain(&files(out, "csv")) {
+        let rel = f.strip_prefix(out).unwrap();
+        assert!(
+            linked.iter().any(|l| l == rel),
+            "summary does not link {}",
+            rel.display()
+        );
+    }
+
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    for e in Experiment::ALL {
+        assert_eq!(
+            html.matches(&format!("<section id=\"{}\">", e.name()))
+                .count(),
+            1
+        );
+    }
+    assert_eq!(
+        html.matches("<svg ").count(),
+        svgs.len(),
+        "every plot inline once"
+    );
+    assert_eq!(
+        html.matches("<section ").count(),
+        html.matches("</section>").count()
+    );
+    for l in links(&html) {
+        assert!(
+            out.join(&l).is_file(),
+            "index links a missing {}",
+            l.display()
+        );
+    }
+
+    if std::env::var_os("FLASHKV_CHROMIUM").is_some() {
+        in_chromium(&out.join("index.html"), svgs.len());
+    }
+
+    // One experiment again: its section is replaced, the others stay.
+    let before = std::fs::read_to_string(out.join("seed004/section.md")).unwrap();
+    run(out, &[Experiment::Advisor]);
+    let md2 = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md2.contains(before.trim()), "seed004's section was lost");
+    assert!(md2.contains("| ran | advisor |"));
+    for e in Experiment::ALL {
+        assert!(
+            md2.contains(&format!("<a id=\"{}\"></a>", e.name())),
+            "{}",
+            e.name()
+        );
+    }
+}
+
+/// Opens `index.html` in headless Chromium (enabled by FLASHKV_CHROMIUM,
+/// which `.ci/run` installs it for): the DOM it builds holds every plot and
+/// the screenshot is not blank.
+fn in_chromium(index: &Path, plots: usize) {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("FLASHKV_CHROMIUM is set but no chromium is installed");
+    let url = format!("file://{}", index.display());
+    let flags = ["--headless", "--no-sandbox", "--disable-gpu"];
+    let dom = Command::new(browser)
+        .args(flags)
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(
+        dom.matches("<svg ").count(),
+        plots,
+        "plots in Chromium's DOM"
+    );
+    let shot = index.with_file_name("index.png");
+    let o = Command::new(browser)
+        .args(flags)
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg("--window-size=1200,3000")
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = resvg::tiny_skia::Pixmap::load_png(&shot).unwrap();
+    let ink = png.data().chunks(4).filter(|p| p[0] < 128).count();
+    assert!(ink > 1000, "the screenshot is blank");
+}
