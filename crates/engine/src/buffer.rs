@@ -9,7 +9,9 @@
 //! an ordered set, where an erase unit's dirty pages are one range (both
 //! page stores number a unit's pages consecutively).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Mutex;
 
 use crate::error::Result;
@@ -124,14 +126,14 @@ impl FrameView for View<'_> {
 impl BufferPool {
     pub fn new(capacity: usize, policy: Box<dyn Policy>, index_resident: bool) -> BufferPool {
         BufferPool {
-            frames: HashMap::new(),
+            frames: HashMap::default(),
             shared: Mutex::new(SharedUses::default()),
             dirty: BTreeSet::new(),
             pinned: Vec::new(),
             capacity: capacity.max(1),
             policy,
             stats: BufferStats::default(),
-            undo: HashMap::new(),
+            undo: HashMap::default(),
             index_resident,
             index_pages: 0,
         }

@@ -6,8 +6,6 @@
 //! ask for other dirty pages of the victim's erase unit to be written with it
 //! ([`Policy::write_group`]).
 
-use std::collections::{BTreeMap, HashMap};
-
 use crate::page::PageId;
 
 /// What a policy may know about a resident page.
@@ -54,23 +52,11 @@ pub trait Policy: Send + Sync {
 }
 
 /// Least recently used, as seed 001 implements it (§5.1.3): every use
-/// stamps the page with the next value of a counter ("clock"); the victim is
-/// the page with the smallest stamp.
+/// makes the page the most recent; the victim is the least recent page
+/// that may be evicted. Kept as a linked list, so a use is O(1).
 #[derive(Debug, Default)]
 pub struct Lru {
-    clock: u64,
-    stamp: HashMap<PageId, u64>,
-    order: BTreeMap<u64, PageId>,
-}
-
-impl Lru {
-    fn touch(&mut self, page: PageId) {
-        if let Some(old) = self.stamp.insert(page, self.clock) {
-            self.order.remove(&old);
-        }
-        self.order.insert(self.clock, page);
-        self.clock += 1;
-    }
+    order: crate::policies::Recency,
 }
 
 impl Policy for Lru {
@@ -78,18 +64,16 @@ impl Policy for Lru {
         "lru"
     }
     fn admit(&mut self, page: PageId) {
-        self.touch(page)
+        self.order.touch(page)
     }
     fn access(&mut self, page: PageId) {
-        self.touch(page)
+        self.order.touch(page)
     }
     fn forget(&mut self, page: PageId) {
-        if let Some(s) = self.stamp.remove(&page) {
-            self.order.remove(&s);
-        }
+        self.order.remove(page);
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
-        self.order.values().copied().find(|&p| frames.evictable(p))
+        self.order.iter().find(|&p| frames.evictable(p))
     }
 }
 

@@ -27,7 +27,7 @@ pub use clock::Clock;
 pub use fab::Fab;
 pub use lru_wsr::LruWsr;
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
 
 use crate::options::PolicyFactory;
 use crate::page::PageId;
@@ -53,46 +53,122 @@ pub fn policy_by_name(name: &str) -> Option<PolicyFactory> {
     Some(f)
 }
 
-/// Pages in recency order: a use stamps the page with the next value of a
-/// counter, so moving a page to the MRU end is O(log n).
-#[derive(Debug, Default)]
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    page: PageId,
+    /// Toward the LRU end.
+    prev: u32,
+    /// Toward the MRU end.
+    next: u32,
+}
+
+/// Pages in recency order: a doubly linked list over a slab, so a use
+/// (move to the MRU end), an insertion and a removal are O(1).
+#[derive(Debug)]
 pub(crate) struct Recency {
-    clock: u64,
-    stamp: HashMap<PageId, u64>,
-    order: BTreeMap<u64, PageId>,
+    slot: FxHashMap<PageId, u32>,
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    /// LRU end.
+    head: u32,
+    /// MRU end.
+    tail: u32,
+}
+
+impl Default for Recency {
+    fn default() -> Self {
+        Recency {
+            slot: FxHashMap::default(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
 }
 
 impl Recency {
+    fn unlink(&mut self, i: u32) {
+        let Node { prev, next, .. } = self.nodes[i as usize];
+        match prev {
+            NIL => self.head = next,
+            p => self.nodes[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            n => self.nodes[n as usize].prev = prev,
+        }
+    }
+
+    fn push_mru(&mut self, i: u32) {
+        self.nodes[i as usize].prev = self.tail;
+        self.nodes[i as usize].next = NIL;
+        match self.tail {
+            NIL => self.head = i,
+            t => self.nodes[t as usize].next = i,
+        }
+        self.tail = i;
+    }
+
     /// Moves `page` to the MRU end (inserting it if absent).
     pub fn touch(&mut self, page: PageId) {
-        if let Some(old) = self.stamp.insert(page, self.clock) {
-            self.order.remove(&old);
-        }
-        self.order.insert(self.clock, page);
-        self.clock += 1;
+        let i = match self.slot.get(&page) {
+            Some(&i) => {
+                self.unlink(i);
+                i
+            }
+            None => {
+                let node = Node {
+                    page,
+                    prev: NIL,
+                    next: NIL,
+                };
+                let i = match self.free.pop() {
+                    Some(i) => {
+                        self.nodes[i as usize] = node;
+                        i
+                    }
+                    None => {
+                        self.nodes.push(node);
+                        u32::try_from(self.nodes.len() - 1).expect("fewer than 2^32 frames")
+                    }
+                };
+                self.slot.insert(page, i);
+                i
+            }
+        };
+        self.push_mru(i);
     }
     /// True if `page` was there.
     pub fn remove(&mut self, page: PageId) -> bool {
-        match self.stamp.remove(&page) {
-            Some(s) => {
-                self.order.remove(&s);
+        match self.slot.remove(&page) {
+            Some(i) => {
+                self.unlink(i);
+                self.free.push(i);
                 true
             }
             None => false,
         }
     }
     pub fn contains(&self, page: PageId) -> bool {
-        self.stamp.contains_key(&page)
+        self.slot.contains_key(&page)
     }
     pub fn len(&self) -> usize {
-        self.stamp.len()
+        self.slot.len()
     }
     /// LRU end first.
     pub fn iter(&self) -> impl Iterator<Item = PageId> + '_ {
-        self.order.values().copied()
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            let n = self.nodes.get(at as usize)?;
+            at = n.next;
+            Some(n.page)
+        })
     }
     pub fn lru(&self) -> Option<PageId> {
-        self.order.values().next().copied()
+        self.nodes.get(self.head as usize).map(|n| n.page)
     }
 }
 
