@@ -53,7 +53,7 @@ pub fn free_bytes(dir: &Path) -> io::Result<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled `st`.
     let st = unsafe { st.assume_init() };
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+    Ok(u64::from(st.f_bavail) * u64::from(st.f_frsize))
 }
 
 #[cfg(test)]
