@@ -157,6 +157,108 @@ pub(crate) fn get_resident(
     Ok(pool.note_shared(&used).then_some(value))
 }
 
+/// The resident leaf covering `key` (`None`: the leftmost leaf, or the
+/// rightmost if `rightmost`), with the pages passed recorded in `used`;
+/// `Ok(None)` if some page on the way is not resident.
+fn resident_leaf<'p>(
+    pool: &'p BufferPool,
+    meta: &Meta,
+    key: Option<&[u8]>,
+    rightmost: bool,
+    used: &mut Vec<PageId>,
+) -> Result<Option<&'p Page>> {
+    let mut id = meta.root;
+    for _ in 0..MAX_DEPTH {
+        let Some(p) = pool.peek(id) else {
+            return Ok(None);
+        };
+        used.push(id);
+        id = match (p.kind(), key) {
+            (Kind::Leaf, _) => return Ok(Some(p)),
+            (Kind::Internal, Some(k)) => child_for(p, k)?,
+            (Kind::Internal, None) if rightmost && !p.is_empty() => child_at(p, p.len() - 1)?,
+            (Kind::Internal, None) => p.next(),
+            _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+        };
+    }
+    Err(corrupt("tree too deep"))
+}
+
+/// Whether `k` lies above the lower bound `lo` / below the upper bound `hi`.
+fn above(k: &[u8], lo: Bound<&[u8]>) -> bool {
+    match lo {
+        Bound::Included(b) => k >= b,
+        Bound::Excluded(b) => k > b,
+        Bound::Unbounded => true,
+    }
+}
+fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
+    match hi {
+        Bound::Included(b) => k <= b,
+        Bound::Excluded(b) => k < b,
+        Bound::Unbounded => true,
+    }
+}
+
+/// A limited scan (see [`Tree::scan`]) when every page it takes is
+/// resident in `pool`; `Ok(None)` sends it to the exclusive path.
+pub(crate) fn scan_resident(
+    pool: &BufferPool,
+    meta: &Meta,
+    (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
+    reverse: bool,
+    limit: usize,
+) -> Result<Option<Vec<(Vec<u8>, Vec<u8>)>>> {
+    let mut used = Vec::with_capacity(8);
+    let start = match (reverse, lo, hi) {
+        (false, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
+        (true, _, Bound::Included(k) | Bound::Excluded(k)) => Some(k),
+        _ => None,
+    };
+    let Some(mut leaf) = resident_leaf(pool, meta, start, reverse, &mut used)? else {
+        return Ok(None);
+    };
+    // The exclusive scan finds its first leaf, then reads it: two uses,
+    // which policies that count them (ARC) must see the same way.
+    used.push(leaf.id());
+    let mut out = Vec::new();
+    loop {
+        if leaf.kind() != Kind::Leaf || used.len() > MAX_SHARED_LEAVES {
+            return Ok(None);
+        }
+        let n = leaf.len();
+        for j in 0..n {
+            let i = if reverse { n - 1 - j } else { j };
+            let k = leaf.key(i);
+            let (inside, past) = match reverse {
+                false => (above(k, lo), !below(k, hi)),
+                true => (below(k, hi), !above(k, lo)),
+            };
+            if past || out.len() >= limit {
+                return Ok(pool.note_shared(&used).then_some(out));
+            }
+            if inside {
+                match leaf.val(i) {
+                    [0, v @ ..] => out.push((k.to_vec(), v.to_vec())),
+                    _ => return Ok(None), // overflow values go the exclusive way
+                }
+            }
+        }
+        let next = if reverse { leaf.prev() } else { leaf.next() };
+        if next == NO_PAGE || out.len() >= limit {
+            return Ok(pool.note_shared(&used).then_some(out));
+        }
+        let Some(p) = pool.peek(next) else {
+            return Ok(None);
+        };
+        used.push(next);
+        leaf = p;
+    }
+}
+
+/// Leaves a shared scan walks before leaving the rest to the exclusive path.
+const MAX_SHARED_LEAVES: usize = 64;
+
 impl Tree<'_> {
     fn page(&mut self, id: PageId) -> Result<&Page> {
         if id >= self.meta.next_page {

@@ -59,10 +59,29 @@ pub struct BufferStats {
 }
 
 /// Page uses seen by readers holding the store shared, for the policy.
+/// Cache-line aligned: each reader thread has its own shard, so readers
+/// on different cores do not contend on it.
 #[derive(Default)]
+#[repr(align(128))]
 struct SharedUses {
     pages: Vec<PageId>,
     hits: u64,
+}
+
+/// Pages a batch pins beyond which, if the pool is smaller, nothing is
+/// evicted until it commits.
+const LARGE_BATCH: usize = 64;
+
+/// Shards of shared uses; a thread keeps to one.
+const USE_SHARDS: usize = 8;
+
+/// The shard of the calling thread: threads take shards in the order they
+/// first read, so a single thread's uses stay in order in shard 0.
+fn use_shard() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % USE_SHARDS);
+    SHARD.with(|s| *s)
 }
 
 /// Uses readers may record before one is sent down the exclusive path to
@@ -71,8 +90,8 @@ const MAX_SHARED_USES: usize = 4096;
 
 pub(crate) struct BufferPool {
     frames: HashMap<PageId, Frame>,
-    /// Uses by shared readers, in order, not yet given to the policy.
-    shared: Mutex<SharedUses>,
+    /// Uses by shared readers, in order per thread, not yet given to the policy.
+    shared: [Mutex<SharedUses>; USE_SHARDS],
     /// Resident pages that differ from the page store's copy.
     dirty: BTreeSet<PageId>,
     /// Pages the running batch pinned, in the order it pinned them.
@@ -127,7 +146,7 @@ impl BufferPool {
     pub fn new(capacity: usize, policy: Box<dyn Policy>, index_resident: bool) -> BufferPool {
         BufferPool {
             frames: HashMap::default(),
-            shared: Mutex::new(SharedUses::default()),
+            shared: Default::default(),
             dirty: BTreeSet::new(),
             pinned: Vec::new(),
             capacity: capacity.max(1),
@@ -168,7 +187,8 @@ impl BufferPool {
     /// Records that a shared reader used `pages` (all resident); false,
     /// recording nothing, when too many uses wait for the policy already.
     pub fn note_shared(&self, pages: &[PageId]) -> bool {
-        let mut s = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let shard = &self.shared[use_shard()];
+        let mut s = shard.lock().unwrap_or_else(|e| e.into_inner());
         if s.pages.len() + pages.len() > MAX_SHARED_USES {
             return false;
         }
@@ -177,18 +197,21 @@ impl BufferPool {
         true
     }
 
-    /// Gives the policy the uses shared readers recorded, in order. Runs
-    /// first under the exclusive lock, so those pages are still resident.
+    /// Gives the policy the uses shared readers recorded, each thread's in
+    /// order. Runs first under the exclusive lock, so those pages are
+    /// still resident.
     pub fn drain_shared(&mut self) {
-        let s = std::mem::take(self.shared.get_mut().unwrap_or_else(|e| e.into_inner()));
-        self.stats.hits += s.hits;
-        for id in s.pages {
-            debug_assert!(
-                self.frames.contains_key(&id),
-                "shared use of evicted page {id}"
-            );
-            if self.frames.contains_key(&id) {
-                self.policy.access(id);
+        for shard in &mut self.shared {
+            let s = std::mem::take(shard.get_mut().unwrap_or_else(|e| e.into_inner()));
+            self.stats.hits += s.hits;
+            for id in s.pages {
+                debug_assert!(
+                    self.frames.contains_key(&id),
+                    "shared use of evicted page {id}"
+                );
+                if self.frames.contains_key(&id) {
+                    self.policy.access(id);
+                }
             }
         }
     }
@@ -313,9 +336,14 @@ impl BufferPool {
         v
     }
 
-    /// Whether every resident page is pinned (nothing can be evicted).
-    fn all_pinned(&self) -> bool {
-        self.pinned.len() >= self.frames.len()
+    /// Whether eviction should wait for the running batch to commit:
+    /// every resident page is pinned, or the batch pins more pages than
+    /// the pool holds (and more than [`LARGE_BATCH`]). The pool grows with
+    /// such a batch and shrinks when it commits: evicting the few unpinned
+    /// pages meanwhile would only throw out the index the batch walks, and
+    /// finding them costs a walk past every pinned page.
+    fn hold_evictions(&self) -> bool {
+        self.pinned.len() >= self.frames.len() || self.pinned.len() > self.capacity.max(LARGE_BATCH)
     }
 
     /// The batch is logged (as record `disk.logged`): its pages may be
@@ -366,7 +394,7 @@ impl BufferPool {
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
-        while self.budgeted() >= self.capacity && !self.all_pinned() {
+        while self.budgeted() >= self.capacity && !self.hold_evictions() {
             if !self.evict(store, disk)? {
                 break;
             }

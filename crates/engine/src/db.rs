@@ -364,6 +364,16 @@ impl Db {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let (lo, hi) = (owned(range.start_bound()), owned(range.end_bound()));
+        if limit != usize::MAX {
+            let c = self.core.read().map_err(|_| Error::Poisoned)?;
+            if c.poisoned {
+                return Err(Error::Poisoned);
+            }
+            let bounds = (as_ref(&lo), as_ref(&hi));
+            if let Some(pairs) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
+                return Ok(pairs);
+            }
+        }
         let mut c = self.lock()?;
         c.read(|t| t.scan(as_ref(&lo), as_ref(&hi), reverse, limit))
     }

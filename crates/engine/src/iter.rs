@@ -1,5 +1,6 @@
-//! Streaming range reads: [`Range`] walks a key range a chunk at a time,
-//! so a scan of any size holds at most one chunk of pairs in memory.
+//! Streaming range reads: [`Range`] walks a key range a chunk at a time
+//! (16 pairs, doubling up to 64), so a scan of any size holds at most one
+//! chunk of pairs in memory.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -7,8 +8,10 @@ use std::ops::Bound;
 use crate::db::Db;
 use crate::error::Result;
 
-/// Pairs fetched from the tree per chunk.
-const CHUNK: usize = 64;
+/// Pairs fetched by the first chunk: short ranges read little ahead.
+const FIRST_CHUNK: usize = 16;
+/// Pairs fetched per chunk at most (chunks double up to it).
+const MAX_CHUNK: usize = 64;
 
 /// Iterator over the pairs of a key range, ascending ([`Db::range`]) or
 /// descending ([`Db::range_rev`]).
@@ -24,6 +27,7 @@ pub struct Range<'a> {
     hi: Bound<Vec<u8>>,
     reverse: bool,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    chunk: usize,
     done: bool,
 }
 
@@ -35,6 +39,7 @@ impl<'a> Range<'a> {
             hi,
             reverse,
             buf: VecDeque::new(),
+            chunk: FIRST_CHUNK,
             done: false,
         }
     }
@@ -42,8 +47,9 @@ impl<'a> Range<'a> {
     /// Reads the next chunk and moves the range's near end past it.
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.lo), as_ref(&self.hi));
-        let chunk = self.db.scan_dir(range, self.reverse, CHUNK)?;
-        self.done = chunk.len() < CHUNK;
+        let chunk = self.db.scan_dir(range, self.reverse, self.chunk)?;
+        self.done = chunk.len() < self.chunk;
+        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
         if let Some((last, _)) = chunk.last() {
             let past = Bound::Excluded(last.clone());
             if self.reverse {
