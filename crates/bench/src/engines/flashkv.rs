@@ -15,6 +15,10 @@ use crate::workload::{Key, Value};
 /// default 16 MiB log rejects a 300k-pair batch), so size it to the load.
 const WAL_BYTES_PER_KEY: u64 = 800;
 const MIB: u64 = 1 << 20;
+/// Buffer pool frames: 64 MiB of 4 KiB pages, a cache of the size the peers
+/// keep by default (the engine's default is 256 frames; frames are only
+/// allocated as pages are read).
+const BUFFER_PAGES: usize = 16 << 10;
 
 pub fn open_inplace(dir: &Path, keys: usize) -> Result<Box<dyn Engine>> {
     open_store(dir, keys, StoreKind::InPlace)
@@ -29,7 +33,10 @@ fn open_store(dir: &Path, keys: usize, kind: StoreKind) -> Result<Box<dyn Engine
     let wal = (keys as u64 * WAL_BYTES_PER_KEY)
         .next_multiple_of(MIB)
         .max(64 * MIB);
-    let opts = Options::default().store(kind).wal_size(wal);
+    let opts = Options::default()
+        .store(kind)
+        .wal_size(wal)
+        .buffer_pages(BUFFER_PAGES);
     let db = Db::create(dir.join("flashkv.db"), opts)?;
     Ok(Box::new(Flashkv { db }))
 }
