@@ -47,6 +47,14 @@ impl Frame {
     }
 }
 
+/// What a batch did to a page.
+pub(crate) enum Change {
+    /// Rewrote it whole (a new page, a split, a freed page).
+    Whole,
+    /// Applied these encoded operations, in order.
+    Ops { count: u16, bytes: Vec<u8> },
+}
+
 /// Buffer counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BufferStats {
@@ -96,6 +104,8 @@ pub(crate) struct BufferPool {
     dirty: BTreeSet<PageId>,
     /// Pages the running batch pinned, in the order it pinned them.
     pinned: Vec<PageId>,
+    /// What the running batch did to each pinned page, for its log record.
+    changes: HashMap<PageId, Change>,
     capacity: usize,
     policy: Box<dyn Policy>,
     pub stats: BufferStats,
@@ -149,6 +159,7 @@ impl BufferPool {
             shared: Default::default(),
             dirty: BTreeSet::new(),
             pinned: Vec::new(),
+            changes: HashMap::default(),
             capacity: capacity.max(1),
             policy,
             stats: BufferStats::default(),
@@ -291,6 +302,7 @@ impl BufferPool {
         }
         self.save(id);
         self.insert(id, page, true, true);
+        self.changes.insert(id, Change::Whole);
         Ok(())
     }
 
@@ -304,6 +316,19 @@ impl BufferPool {
         self.save(id);
         let f = self.frames.get_mut(&id).expect("page is resident");
         f.page.apply(&op)?;
+        match self.changes.entry(id).or_insert(Change::Ops {
+            count: 0,
+            bytes: Vec::new(),
+        }) {
+            Change::Ops { count, .. } if *count == u16::MAX => {
+                self.changes.insert(id, Change::Whole);
+            }
+            Change::Ops { count, bytes } => {
+                op.encode(bytes);
+                *count += 1;
+            }
+            Change::Whole => {}
+        }
         if !f.dirty {
             self.policy.dirtied(id);
         }
@@ -329,11 +354,30 @@ impl BufferPool {
         self.dirty.iter().map(|id| &self.frames[id].page).collect()
     }
 
-    /// Images of the pages the running batch modified, by page id.
-    pub fn pinned(&self) -> Vec<&Page> {
-        let mut v: Vec<&Page> = self.pinned.iter().map(|id| &self.frames[id].page).collect();
-        v.sort_unstable_by_key(|p| p.id());
+    /// The pages the running batch changed, by page id, with what it did
+    /// to each.
+    pub fn batch(&self) -> Vec<(&Page, &Change)> {
+        let mut v: Vec<(&Page, &Change)> = self
+            .pinned
+            .iter()
+            .map(|id| (&self.frames[id].page, &self.changes[id]))
+            .collect();
+        v.sort_unstable_by_key(|(p, _)| p.id());
         v
+    }
+
+    /// Applies logged operations to a page recovery installed earlier.
+    pub fn replay_ops(&mut self, id: PageId, ops: &[Op]) -> Result<()> {
+        let Some(f) = self.frames.get_mut(&id) else {
+            return Err(crate::error::corrupt(format!(
+                "log changes page {id}, which has no image in the log since the checkpoint"
+            )));
+        };
+        debug_assert!(f.dirty, "a page recovery installed is dirty");
+        for op in ops {
+            f.page.apply(op)?;
+        }
+        Ok(())
     }
 
     /// Whether eviction should wait for the running batch to commit:
@@ -350,6 +394,7 @@ impl BufferPool {
     /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         self.undo.clear();
+        self.changes.clear();
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
             debug_assert!(f.pinned, "page {id} listed as pinned");
@@ -375,6 +420,7 @@ impl BufferPool {
     /// Undoes every change of the running batch.
     pub fn rollback(&mut self) {
         self.pinned.clear();
+        self.changes.clear();
         for (id, before) in std::mem::take(&mut self.undo) {
             match before {
                 Some(f) => {

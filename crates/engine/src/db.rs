@@ -7,18 +7,21 @@ use std::sync::{RwLock, RwLockWriteGuard};
 use flashkv_device::{BlockDevice, DeviceStats};
 
 use crate::btree::{self, Meta, Tree};
-use crate::buffer::{BufferPool, BufferStats};
+use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, Error, Result};
 use crate::file::{self, Mode};
 use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{as_ref, prefix_end, Range};
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
+use crate::redo;
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::Wal;
+use rustc_hash::FxHashSet;
 
-/// Write-ahead log record kind of a committed batch.
+/// Write-ahead log record kind of a committed batch as whole page images
+/// (written by earlier versions; read still).
 const BATCH_RECORD: u8 = 1;
 /// Bytes before the page images of a batch record: tree state and page count.
 const META_BYTES: usize = 36;
@@ -107,6 +110,9 @@ struct Core {
     io: Option<IoProfile>,
     /// Trim the log half a checkpoint retires (file stores).
     trim_log: bool,
+    /// Pages whose image is in the log since the last checkpoint: a later
+    /// change of theirs is logged as operations.
+    imaged: FxHashSet<PageId>,
     poisoned: bool,
     commits: u64,
     checkpoints: u64,
@@ -483,20 +489,6 @@ impl Db {
     }
 }
 
-/// Seals a copy of `p` (checksum) into `out`.
-fn push_image(out: &mut Vec<u8>, p: &Page) {
-    let at = out.len();
-    out.extend_from_slice(p.bytes());
-    let c = crc32c::crc32c(&out[at + 4..]);
-    out[at..at + 4].copy_from_slice(&c.to_le_bytes());
-}
-
-fn encode_meta(m: &Meta, out: &mut Vec<u8>) {
-    for v in [m.root, m.next_page, m.next_auto, m.free_head] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-}
-
 /// Options checked before anything is read or written.
 fn check_options(opts: &Options) -> Result<()> {
     if opts.buffer_pages == 0 {
@@ -563,6 +555,7 @@ impl Core {
             sync: opts.sync,
             io: opts.io,
             trim_log: file_len.is_some(),
+            imaged: FxHashSet::default(),
             poisoned: false,
             commits: 0,
             checkpoints: 0,
@@ -745,6 +738,17 @@ impl Core {
                 }
                 Ok(())
             }
+            redo::REDO_RECORD => {
+                let (meta, entries) = redo::decode(b, self.store.page_size())?;
+                self.meta = meta;
+                for e in entries {
+                    match e {
+                        redo::Entry::Image(p) => self.pool.install(p),
+                        redo::Entry::Ops(id, ops) => self.pool.replay_ops(id, &ops)?,
+                    }
+                }
+                Ok(())
+            }
             kind => self.store.replay(&mut self.disk, kind, b),
         }
     }
@@ -821,23 +825,35 @@ impl Core {
         })
     }
 
-    /// Appends the running batch's pages to the log (durably if `sync`).
+    /// Appends the running batch to the log (durably if `sync`): images of
+    /// the pages it changed for the first time since the checkpoint (or
+    /// rewrote whole), the operations it applied to the others.
     fn log_batch(&mut self) -> Result<()> {
         let Some(mut wal) = self.disk.journal.take() else {
             return Ok(());
         };
-        let pages = self.pool.pinned();
         let ps = self.store.page_size();
-        let mut payload = Vec::with_capacity(META_BYTES + pages.len() * ps);
-        encode_meta(&self.meta, &mut payload);
-        payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
-        for p in pages {
-            push_image(&mut payload, p);
+        let batch = self.pool.batch();
+        let mut rec = redo::Writer::new(&self.meta, batch.len() * 256);
+        let mut imaged = Vec::new();
+        for (page, change) in batch {
+            match change {
+                Change::Ops { count, bytes }
+                    if self.imaged.contains(&page.id()) && bytes.len() + 2 < ps =>
+                {
+                    rec.ops(page.id(), *count, bytes)
+                }
+                _ => {
+                    rec.image(page);
+                    imaged.push(page.id());
+                }
+            }
         }
-        let r = wal.append(&mut self.disk, BATCH_RECORD, &payload);
+        let r = wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish());
         self.wal_seq = wal.next_seq;
         self.disk.journal = Some(wal);
         r?;
+        self.imaged.extend(imaged);
         if self.sync {
             self.disk.flush()?;
         }
@@ -850,15 +866,14 @@ impl Core {
     fn relog(&mut self, wal: &mut Wal) -> Result<()> {
         let epoch = self.ckpt_seq + 1;
         wal.reset(epoch);
+        self.imaged.clear();
         let first = wal.next_seq;
         let pages = self.pool.dirty();
-        let mut payload = Vec::with_capacity(META_BYTES + pages.len() * self.store.page_size());
-        encode_meta(&self.meta, &mut payload);
-        payload.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+        let mut rec = redo::Writer::new(&self.meta, pages.len() * self.store.page_size());
         for p in pages {
-            push_image(&mut payload, p);
+            rec.image(p);
         }
-        wal.append(&mut self.disk, BATCH_RECORD, &payload)?;
+        wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
         let mut state = Vec::new();
         self.store.encode_state(&mut state);
         Checkpoint {
@@ -909,6 +924,7 @@ impl Core {
                 false => Ok(()),
             };
             w.reset(self.ckpt_seq);
+            self.imaged.clear();
             self.disk.journal = Some(w);
             r?;
         }

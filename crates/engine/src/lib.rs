@@ -107,6 +107,7 @@ mod options;
 mod page;
 pub mod policies;
 mod policy;
+mod redo;
 mod store;
 mod superblock;
 mod wal;
