@@ -114,10 +114,24 @@ pub enum LabError {
 pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>, LabError> {
     let sections = experiments
         .iter()
-        .map(|e| e.run(opts))
+        .map(|e| {
+            let s = e.run(opts);
+            release_free_memory();
+            s
+        })
         .collect::<Result<Vec<_>, _>>()?;
     write_summary(&opts.out, &sections, opts.quick)?;
     Ok(sections)
+}
+
+/// Hands memory an experiment freed back to the system, so the next one
+/// does not start from the last one's peak (glibc keeps freed heap).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn write_summary(out: &Path, sections: &[Section], quick: bool) -> Result<(), LabError> {
