@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, ValueEnum};
 use flashkv_device::{presets, BlockDevice, DeviceSpec, DeviceStats, SimDevice};
 use flashkv_hybrid::replay::{replay_mapped, DeviceMap, Latency, ReplayReport, Timing};
-use flashkv_hybrid::trace::{read_file_with, Format, TimeUnit, TraceError};
+use flashkv_hybrid::trace::{open_file, Format, Records, TimeUnit, TraceError};
 use flashkv_hybrid::{HybridDevice, HybridStats, Options};
 use serde::Serialize;
 
@@ -149,15 +149,30 @@ fn single(a: &ReplayArgs) -> Result<(Box<dyn BlockDevice>, String), CliError> {
     Ok((Box::new(dev), name))
 }
 
-fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
-    let unit = a.time_unit.map(TimeUnit::from);
-    let mut records = read_file_with(a.format.into(), unit, &a.trace).map_err(|e| match e {
+type TraceFile = Records<std::io::BufReader<std::fs::File>>;
+
+fn trace_error(a: &ReplayArgs, e: TraceError) -> CliError {
+    match e {
         TraceError::Io(io) => CliError::Usage(format!("{}: {io}", a.trace.display())),
         other => CliError::Usage(format!("{}: {other}", a.trace.display())),
-    })?;
-    if let Some(n) = a.limit {
-        records.truncate(n);
     }
+}
+
+/// The trace's records (up to --limit), read as they are used.
+fn records(a: &ReplayArgs) -> Result<std::iter::Take<TraceFile>, CliError> {
+    let unit = a.time_unit.map(TimeUnit::from);
+    let r = open_file(a.format.into(), unit, &a.trace).map_err(|e| trace_error(a, e))?;
+    Ok(r.take(a.limit.unwrap_or(usize::MAX)))
+}
+
+fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
+    // A first pass finds a malformed line before anything is replayed; both
+    // passes stream, so a trace larger than memory replays.
+    for r in records(&a)? {
+        r.map_err(|e| trace_error(&a, e))?;
+    }
+    let mut failure = None;
+    let stream = records(&a)?.map_while(|r| r.map_err(|e| failure = Some(e)).ok());
     let timing = if a.back_to_back {
         Timing::BackToBack
     } else {
@@ -171,7 +186,7 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     let out = match &a.hybrid {
         None => {
             let (mut dev, name) = single(&a)?;
-            let report = replay_mapped(&mut *dev, &records, timing, &map).map_err(failed)?;
+            let report = replay_mapped(&mut *dev, stream, timing, &map).map_err(failed)?;
             Output {
                 trace: a.trace.clone(),
                 target: name,
@@ -196,7 +211,7 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
             };
             let mut dev =
                 HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
-            let report = replay_mapped(&mut dev, &records, timing, &map).map_err(failed)?;
+            let report = replay_mapped(&mut dev, stream, timing, &map).map_err(failed)?;
             let (ssd, hdd) = dev.devices();
             Output {
                 trace: a.trace.clone(),
@@ -209,6 +224,9 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
             }
         }
     };
+    if let Some(e) = failure {
+        return Err(trace_error(&a, e));
+    }
     if a.json {
         print_json(&out)?;
     } else {

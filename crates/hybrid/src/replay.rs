@@ -1,5 +1,6 @@
 //! Replays a trace on any [`BlockDevice`] and reports latencies and counts.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use flashkv_device::{BlockDevice, DeviceError, DeviceStats, Latencies, Nanos};
@@ -201,8 +202,9 @@ fn place(r: &TraceRecord, sector: u64, window: u64) -> Option<(u64, u64, bool)> 
     ))
 }
 
-/// Runs `records` on `dev`, every trace device on the whole of it; writes
-/// carry a fixed pattern.
+/// Runs `records` on `dev`, every trace device on the whole of it. Writes
+/// carry zeros: costs do not depend on content, and a simulated device's
+/// sparse store then keeps nothing, so memory does not grow with the trace.
 pub fn replay(
     dev: &mut dyn BlockDevice,
     records: &[TraceRecord],
@@ -211,25 +213,32 @@ pub fn replay(
     replay_mapped(dev, records, timing, &DeviceMap::Shared)
 }
 
-/// Runs `records` on `dev` with each trace device where `map` puts it.
-pub fn replay_mapped(
+/// Runs `records` (a slice, or a stream such as [`crate::trace::Records`]
+/// yields) on `dev` with each trace device where `map` puts it. Memory does
+/// not grow with the number of records.
+pub fn replay_mapped<I>(
     dev: &mut dyn BlockDevice,
-    records: &[TraceRecord],
+    records: I,
     timing: Timing,
     map: &DeviceMap,
-) -> flashkv_device::Result<ReplayReport> {
+) -> flashkv_device::Result<ReplayReport>
+where
+    I: IntoIterator,
+    I::Item: Borrow<TraceRecord>,
+{
     let g = dev.geometry();
     let mut split: BTreeMap<u32, DeviceSplit> = BTreeMap::new();
     let sector = u64::from(g.sector_size);
     let base = dev.clock();
-    let mut buf: Vec<u8> = Vec::new();
+    // Zeros to write and room to read into, grown to the largest request.
+    let (mut zeros, mut scratch): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
     let (mut all, mut reads, mut writes) = (
         Latencies::default(),
         Latencies::default(),
         Latencies::default(),
     );
     let mut rep = ReplayReport {
-        records: records.len() as u64,
+        records: 0,
         reads: 0,
         writes: 0,
         skipped: 0,
@@ -248,6 +257,8 @@ pub fn replay_mapped(
     let mut first: Option<Nanos> = None;
     let mut last_end = base;
     for r in records {
+        let r: &TraceRecord = r.borrow();
+        rep.records += 1;
         let (start, window) = map.window(r.device, g.capacity)?;
         let Some((offset, len, folded)) = place(r, sector, window) else {
             rep.skipped += 1;
@@ -270,17 +281,21 @@ pub fn replay_mapped(
             Timing::AsTraced => base.saturating_add(r.time_ns),
             Timing::BackToBack => dev.clock(),
         };
-        if buf.len() < len as usize {
-            buf = (0..len).map(|i| (i % 251) as u8).collect();
-        }
+        let n = len as usize;
         let c = if r.write {
             rep.writes += 1;
             rep.write_bytes += len;
-            dev.write_at(at, offset, &buf[..len as usize])?
+            if zeros.len() < n {
+                zeros.resize(n, 0);
+            }
+            dev.write_at(at, offset, &zeros[..n])?
         } else {
             rep.reads += 1;
             rep.read_bytes += len;
-            dev.read_at(at, offset, &mut buf[..len as usize])?
+            if scratch.len() < n {
+                scratch.resize(n, 0);
+            }
+            dev.read_at(at, offset, &mut scratch[..n])?
         };
         let lat = c.end.saturating_sub(at);
         all.record(lat);

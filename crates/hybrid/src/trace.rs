@@ -260,45 +260,98 @@ pub fn parse_with(
     unit: Option<TimeUnit>,
     input: impl BufRead,
 ) -> Result<Vec<TraceRecord>, TraceError> {
-    let unit = unit.map_or(format.default_ns_per_unit(), TimeUnit::ns);
-    let mut out = Vec::new();
-    let mut first: Option<u128> = None;
-    for (i, line) in input.lines().enumerate() {
-        let line = line?;
-        let text = line.trim();
-        if text.is_empty() || text.starts_with('#') {
-            continue;
+    Records::new(format, unit, input).collect()
+}
+
+/// A trace read one line at a time, for traces larger than memory: yields
+/// each request, or the error that ends the trace.
+pub struct Records<R> {
+    lines: std::io::Lines<R>,
+    line: usize,
+    format: Format,
+    unit: u64,
+    first: Option<u128>,
+    done: bool,
+}
+
+impl<R: BufRead> Records<R> {
+    /// Records of `input`, timestamps in `unit` if given.
+    pub fn new(format: Format, unit: Option<TimeUnit>, input: R) -> Self {
+        Records {
+            lines: input.lines(),
+            line: 0,
+            format,
+            unit: unit.map_or(format.default_ns_per_unit(), TimeUnit::ns),
+            first: None,
+            done: false,
         }
-        if format == Format::Blkparse && !is_device(text.split_whitespace().next().unwrap_or("")) {
-            if text.starts_with("CPU") || text.starts_with("Total") {
-                break; // the per-CPU summary that ends blkparse output
-            }
-            return Err(TraceError::Malformed {
-                line: i + 1,
-                reason: "not a blkparse event (expected 'major,minor' first)".into(),
-            });
-        }
-        let raw = match format {
-            Format::Msr => msr(text, unit),
-            Format::Spc => spc(text, unit),
-            Format::Disksim => disksim(text, unit),
-            Format::Blkparse => blkparse(text, unit),
-        }
-        .map_err(|reason| TraceError::Malformed {
-            line: i + 1,
-            reason,
-        })?;
-        let Some(r) = raw else { continue };
-        let t0 = *first.get_or_insert(r.time_ns);
-        out.push(TraceRecord {
-            time_ns: u64::try_from(r.time_ns.saturating_sub(t0)).unwrap_or(u64::MAX),
-            offset: r.offset,
-            len: r.len,
-            write: r.write,
-            device: r.device,
-        });
     }
-    Ok(out)
+
+    /// The next request; `Ok(None)` at the end.
+    fn next_record(&mut self) -> Result<Option<TraceRecord>, TraceError> {
+        while let Some(line) = self.lines.next() {
+            let line = line?;
+            self.line += 1;
+            let text = line.trim();
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let malformed = |reason| TraceError::Malformed {
+                line: self.line,
+                reason,
+            };
+            let blk = self.format == Format::Blkparse;
+            if blk && !is_device(text.split_whitespace().next().unwrap_or("")) {
+                if text.starts_with("CPU") || text.starts_with("Total") {
+                    return Ok(None); // the per-CPU summary that ends blkparse output
+                }
+                return Err(malformed(
+                    "not a blkparse event (expected 'major,minor' first)".into(),
+                ));
+            }
+            let raw = match self.format {
+                Format::Msr => msr(text, self.unit),
+                Format::Spc => spc(text, self.unit),
+                Format::Disksim => disksim(text, self.unit),
+                Format::Blkparse => blkparse(text, self.unit),
+            }
+            .map_err(malformed)?;
+            let Some(r) = raw else { continue };
+            let t0 = *self.first.get_or_insert(r.time_ns);
+            return Ok(Some(TraceRecord {
+                time_ns: u64::try_from(r.time_ns.saturating_sub(t0)).unwrap_or(u64::MAX),
+                offset: r.offset,
+                len: r.len,
+                write: r.write,
+                device: r.device,
+            }));
+        }
+        Ok(None)
+    }
+}
+
+impl<R: BufRead> Iterator for Records<R> {
+    type Item = Result<TraceRecord, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.next_record().transpose();
+        // An error, or the end, ends the trace.
+        self.done = !matches!(r, Some(Ok(_)));
+        r
+    }
+}
+
+/// Opens a trace file to be read one record at a time.
+pub fn open_file(
+    format: Format,
+    unit: Option<TimeUnit>,
+    path: &Path,
+) -> Result<Records<std::io::BufReader<std::fs::File>>, TraceError> {
+    let f = std::fs::File::open(path)?;
+    Ok(Records::new(format, unit, std::io::BufReader::new(f)))
 }
 
 /// Reads and parses a trace file.
@@ -312,8 +365,7 @@ pub fn read_file_with(
     unit: Option<TimeUnit>,
     path: &Path,
 ) -> Result<Vec<TraceRecord>, TraceError> {
-    let f = std::fs::File::open(path)?;
-    parse_with(format, unit, std::io::BufReader::new(f))
+    open_file(format, unit, path)?.collect()
 }
 
 #[cfg(test)]
@@ -456,6 +508,19 @@ mod tests {
         assert_eq!((us[1].time_ns, us[1].device), (2_000, 2));
         assert_eq!("ms".parse::<TimeUnit>(), Ok(TimeUnit::Ms));
         assert!("min".parse::<TimeUnit>().is_err());
+    }
+
+    #[test]
+    fn records_stream_and_stop_at_the_first_error() {
+        let text = "0 0 1 8 1\n1 0 2 8 0\nbad\n3 0 4 8 0\n";
+        let mut it = Records::new(Format::Disksim, None, text.as_bytes());
+        assert_eq!(it.next().unwrap().unwrap().offset, 512);
+        assert_eq!(it.next().unwrap().unwrap().time_ns, 1_000_000);
+        assert!(matches!(
+            it.next(),
+            Some(Err(TraceError::Malformed { line: 3, .. }))
+        ));
+        assert!(it.next().is_none());
     }
 
     #[test]
