@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, ValueEnum};
-use flashkv_device::{presets, BlockDevice, DeviceStats};
-use flashkv_hybrid::replay::{replay, Latency, ReplayReport, Timing};
-use flashkv_hybrid::trace::{read_file, Format, TraceError};
+use flashkv_device::{presets, BlockDevice, DeviceSpec, DeviceStats, SimDevice};
+use flashkv_hybrid::replay::{replay_mapped, DeviceMap, Latency, ReplayReport, Timing};
+use flashkv_hybrid::trace::{open_file, Format, Records, TimeUnit, TraceError};
 use flashkv_hybrid::{HybridDevice, HybridStats, Options};
 use serde::Serialize;
 
@@ -17,9 +17,9 @@ use crate::hybrid::hybrid_error;
 /// blkparse text) on a device preset or on a hybrid of two presets, and report
 /// latency percentiles and device counters. Requests are issued at their trace
 /// times (so they queue on a slower device) unless --back-to-back; ranges past
-/// the device's end are folded back into it.
+/// their device's end are folded back into it by whole 4 KiB units.
 #[derive(Args)]
-#[command(group = ArgGroup::new("target").required(true).args(["device", "hybrid"]))]
+#[command(group = ArgGroup::new("target").required(true).args(["device", "spec", "hybrid"]))]
 pub struct ReplayArgs {
     /// The trace file.
     #[arg(long, value_name = "FILE")]
@@ -27,9 +27,25 @@ pub struct ReplayArgs {
     /// Its format.
     #[arg(long, value_enum)]
     format: TraceFormat,
+    /// Unit of the trace's timestamps [default: msr 100 ns ticks, spc and
+    /// blkparse s, disksim ms]; DiskSim traces made for MQSim are in ns.
+    #[arg(long, value_enum)]
+    time_unit: Option<Unit>,
+    /// Where each trace device (DiskSim device number, MSR disk number, SPC
+    /// ASU) goes on the target: `shared` (all on the whole target, the
+    /// default), `stride=SIZE` (device d at d×SIZE, SIZE bytes each), or
+    /// `DEV=OFFSET,...` (each from its offset to the next listed one).
+    #[arg(long, value_name = "MAP", value_parser = map_arg)]
+    device_map: Option<DeviceMap>,
     /// A device preset (see `flashkv devices`).
     #[arg(long, value_name = "PRESET")]
     device: Option<String>,
+    /// A device spec file (TOML; same fields as a preset).
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// Capacity of the --device or --spec device instead of its own (e.g. 512G).
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, conflicts_with = "hybrid")]
+    capacity: Option<u64>,
     /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
     #[arg(long, value_name = "SSD,HDD")]
     hybrid: Option<String>,
@@ -49,6 +65,25 @@ pub struct ReplayArgs {
     /// Print only JSON on stdout.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Unit {
+    Ns,
+    Us,
+    Ms,
+    S,
+}
+
+impl From<Unit> for TimeUnit {
+    fn from(u: Unit) -> Self {
+        match u {
+            Unit::Ns => TimeUnit::Ns,
+            Unit::Us => TimeUnit::Us,
+            Unit::Ms => TimeUnit::Ms,
+            Unit::S => TimeUnit::S,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -98,33 +133,68 @@ fn preset(name: &str) -> Result<Box<dyn BlockDevice>, CliError> {
     Ok(Box::new(dev))
 }
 
-fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
-    let mut records = read_file(a.format.into(), &a.trace).map_err(|e| match e {
+/// The --device or --spec device, at --capacity if given.
+fn single(a: &ReplayArgs) -> Result<(Box<dyn BlockDevice>, String), CliError> {
+    let mut spec = match (&a.device, &a.spec) {
+        (Some(name), _) => presets::get(name.trim()).map_err(|e| CliError::Usage(e.to_string()))?,
+        (None, Some(path)) => DeviceSpec::from_file(path)
+            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?,
+        (None, None) => unreachable!("called with --device or --spec"),
+    };
+    if let Some(c) = a.capacity {
+        spec.capacity = c;
+    }
+    let name = spec.name.clone();
+    let dev = SimDevice::new(&spec).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok((Box::new(dev), name))
+}
+
+type TraceFile = Records<std::io::BufReader<std::fs::File>>;
+
+fn trace_error(a: &ReplayArgs, e: TraceError) -> CliError {
+    match e {
         TraceError::Io(io) => CliError::Usage(format!("{}: {io}", a.trace.display())),
         other => CliError::Usage(format!("{}: {other}", a.trace.display())),
-    })?;
-    if records.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{}: no records",
-            a.trace.display()
-        )));
     }
-    if let Some(n) = a.limit {
-        records.truncate(n);
+}
+
+/// The trace's records (up to --limit), read as they are used.
+fn records(a: &ReplayArgs) -> Result<std::iter::Take<TraceFile>, CliError> {
+    let unit = a.time_unit.map(TimeUnit::from);
+    let r = open_file(a.format.into(), unit, &a.trace).map_err(|e| trace_error(a, e))?;
+    Ok(r.take(a.limit.unwrap_or(usize::MAX)))
+}
+
+fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
+    // A first pass finds a malformed line before anything is replayed; both
+    // passes stream, so a trace larger than memory replays.
+    let mut n = 0u64;
+    for r in records(&a)? {
+        r.map_err(|e| trace_error(&a, e))?;
+        n += 1;
     }
+    if n == 0 {
+        return Err(CliError::Usage(format!("{}: no records", a.trace.display())));
+    }
+    let mut failure = None;
+    let stream = records(&a)?.map_while(|r| r.map_err(|e| failure = Some(e)).ok());
     let timing = if a.back_to_back {
         Timing::BackToBack
     } else {
         Timing::AsTraced
     };
-    let failed = |e: flashkv_device::DeviceError| CliError::Failed(e.to_string());
-    let out = match (&a.device, &a.hybrid) {
-        (Some(name), _) => {
-            let mut dev = preset(name)?;
-            let report = replay(&mut *dev, &records, timing).map_err(failed)?;
+    let failed = |e: flashkv_device::DeviceError| match e {
+        flashkv_device::DeviceError::Spec(m) => CliError::Usage(m),
+        e => CliError::Failed(e.to_string()),
+    };
+    let map = a.device_map.clone().unwrap_or_default();
+    let out = match &a.hybrid {
+        None => {
+            let (mut dev, name) = single(&a)?;
+            let report = replay_mapped(&mut *dev, stream, timing, &map).map_err(failed)?;
             Output {
                 trace: a.trace.clone(),
-                target: name.clone(),
+                target: name,
                 timing: timing_name(timing),
                 report,
                 hybrid: None,
@@ -132,7 +202,7 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
                 hdd: None,
             }
         }
-        (None, Some(pair)) => {
+        Some(pair) => {
             let Some((s, h)) = pair.split_once(',') else {
                 return Err(CliError::Usage(format!(
                     "--hybrid takes SSD,HDD (two presets), got '{pair}'"
@@ -146,7 +216,7 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
             };
             let mut dev =
                 HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
-            let report = replay(&mut dev, &records, timing).map_err(failed)?;
+            let report = replay_mapped(&mut dev, stream, timing, &map).map_err(failed)?;
             let (ssd, hdd) = dev.devices();
             Output {
                 trace: a.trace.clone(),
@@ -158,14 +228,20 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
                 hdd: Some(hdd.stats()),
             }
         }
-        (None, None) => return Err(CliError::Usage("give --device or --hybrid".into())),
     };
+    if let Some(e) = failure {
+        return Err(trace_error(&a, e));
+    }
     if a.json {
         print_json(&out)?;
     } else {
         print_human(&out);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn map_arg(s: &str) -> Result<DeviceMap, String> {
+    s.parse()
 }
 
 fn size_arg(s: &str) -> Result<u64, String> {
@@ -201,6 +277,25 @@ fn print_human(o: &Output) {
         r.write_bytes as f64 / (1 << 20) as f64,
         r.makespan_ns as f64 / 1e9
     );
+    if r.per_device.len() > 1 {
+        println!("  trace device   offset        reads     writes   read MiB  write MiB  folded");
+        for d in &r.per_device {
+            println!(
+                "  {:<12} {:>8} {:>12} {:>10} {:>10.1} {:>10.1} {:>7}",
+                d.device,
+                if d.offset == 0 {
+                    "0".into()
+                } else {
+                    flashkv_lab::report::size_label(d.offset)
+                },
+                d.reads,
+                d.writes,
+                d.read_bytes as f64 / (1 << 20) as f64,
+                d.write_bytes as f64 / (1 << 20) as f64,
+                d.folded
+            );
+        }
+    }
     println!(
         "  throughput {:.0} IOPS  {:.2} MB/s  over a makespan of {:.3} s",
         r.iops,

@@ -38,6 +38,18 @@ impl Latencies {
         self.max = self.max.max(ns);
     }
 
+    /// Adds what `other` recorded (latencies from several threads).
+    pub fn merge(&mut self, other: &Latencies) {
+        if other.count() == 0 {
+            return;
+        }
+        // Both auto-resize from the same precision, so adding cannot fail.
+        let _ = self.hist.add(&other.hist);
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
@@ -86,6 +98,27 @@ mod tests {
         assert_eq!(l.max(), 100_000_000);
         assert_eq!(l.count(), 100_000);
         assert_eq!(l.mean(), 50_000_500.0);
+    }
+
+    #[test]
+    fn merged_latencies_are_the_union() {
+        let (mut a, mut b, mut all) = (
+            Latencies::default(),
+            Latencies::default(),
+            Latencies::default(),
+        );
+        for v in 1..=1000u64 {
+            if v % 3 == 0 { &mut a } else { &mut b }.record(v);
+            all.record(v);
+        }
+        a.merge(&b);
+        assert_eq!(
+            (a.count(), a.mean(), a.max()),
+            (all.count(), all.mean(), all.max())
+        );
+        assert_eq!(a.quantile(0.99), all.quantile(0.99));
+        a.merge(&Latencies::default());
+        assert_eq!(a.count(), 1000);
     }
 
     #[test]

@@ -139,7 +139,10 @@ impl DataStore {
                 ),
             )));
         }
-        let path = dir.join(format!(".flashkv-scratch-{}", std::process::id()));
+        // Unique within the process too: several stores may be open at once.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!(".flashkv-scratch-{}-{n}", std::process::id()));
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -203,6 +206,7 @@ mod tests {
     fn a_scratch_store_leaves_no_file_and_refuses_without_room() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = DataStore::scratch_file(dir.path(), 1 << 20).unwrap();
+        let _other = DataStore::scratch_file(dir.path(), 1 << 20).unwrap();
         s.write(8192, &[5; 100]).unwrap();
         let mut b = [0u8; 100];
         s.read(8192, &mut b).unwrap();

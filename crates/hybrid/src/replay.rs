@@ -1,6 +1,9 @@
 //! Replays a trace on any [`BlockDevice`] and reports latencies and counts.
 
-use flashkv_device::{BlockDevice, DeviceStats, Latencies, Nanos};
+use std::borrow::Borrow;
+use std::collections::BTreeMap;
+
+use flashkv_device::{BlockDevice, DeviceError, DeviceStats, Latencies, Nanos};
 use serde::Serialize;
 
 use crate::trace::TraceRecord;
@@ -42,6 +45,105 @@ impl Latency {
     }
 }
 
+/// Where each trace device's requests go on the target.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DeviceMap {
+    /// Every trace device addresses the whole target from offset 0.
+    #[default]
+    Shared,
+    /// Trace device `d` starts at `d × stride` and has `stride` bytes.
+    Stride(u64),
+    /// Trace device `d` starts at the given offset and runs to the next
+    /// listed start (or the target's end); devices not listed are an error.
+    Offsets(BTreeMap<u32, u64>),
+}
+
+/// Ranges start on mapping-unit boundaries, so aligned requests stay aligned.
+pub const MAP_UNIT: u64 = 4096;
+
+impl std::str::FromStr for DeviceMap {
+    type Err = String;
+    /// `shared`, `stride=SIZE`, or `DEV=OFFSET,DEV=OFFSET,...` (sizes like 64G).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let size = |v: &str| {
+            let b = flashkv_device::parse_size(v.trim()).map_err(|e| e.to_string())?;
+            if b % MAP_UNIT != 0 {
+                return Err(format!("'{v}' is not a multiple of 4 KiB"));
+            }
+            Ok(b)
+        };
+        if s == "shared" {
+            return Ok(DeviceMap::Shared);
+        }
+        if let Some(v) = s.strip_prefix("stride=") {
+            let b = size(v)?;
+            return if b == 0 {
+                Err("stride must be at least 4 KiB".into())
+            } else {
+                Ok(DeviceMap::Stride(b))
+            };
+        }
+        let mut map = BTreeMap::new();
+        for item in s.split(',') {
+            let (d, off) = item
+                .split_once('=')
+                .ok_or_else(|| format!("'{item}' is not DEV=OFFSET"))?;
+            let d: u32 = d
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{d}' is not a trace device number"))?;
+            if map.insert(d, size(off)?).is_some() {
+                return Err(format!("trace device {d} is mapped twice"));
+            }
+        }
+        let mut starts: Vec<u64> = map.values().copied().collect();
+        starts.sort_unstable();
+        if starts.windows(2).any(|w| w[0] == w[1]) {
+            return Err("two trace devices start at the same offset".into());
+        }
+        Ok(DeviceMap::Offsets(map))
+    }
+}
+
+impl DeviceMap {
+    /// The window `(start, len)` of trace device `d` on a target of `capacity`.
+    fn window(&self, d: u32, capacity: u64) -> Result<(u64, u64), DeviceError> {
+        let (start, end) = match self {
+            DeviceMap::Shared => (0, capacity),
+            DeviceMap::Stride(s) => {
+                let start = u64::from(d).saturating_mul(*s);
+                (start, start.saturating_add(*s).min(capacity))
+            }
+            DeviceMap::Offsets(m) => {
+                let start = *m.get(&d).ok_or_else(|| {
+                    DeviceError::Spec(format!("trace device {d} is not in the device map"))
+                })?;
+                let next = m.values().copied().filter(|&o| o > start).min();
+                (start, next.unwrap_or(capacity).min(capacity))
+            }
+        };
+        if start >= end {
+            return Err(DeviceError::Spec(format!(
+                "trace device {d} maps to offset {start}, past the target's {capacity} bytes"
+            )));
+        }
+        Ok((start, end - start))
+    }
+}
+
+/// What one trace device's requests amounted to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceSplit {
+    pub device: u32,
+    /// Where its range starts on the target.
+    pub offset: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub folded: u64,
+}
+
 /// What a replay did. `reads + writes + skipped == records`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
@@ -52,8 +154,11 @@ pub struct ReplayReport {
     pub skipped: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
-    /// Records whose range was past the device's end and was folded back into it.
+    /// Records whose range was past their device's end and was folded back
+    /// into it (by whole 4 KiB units, so alignment to 4 KiB is kept).
     pub folded: u64,
+    /// Requests and bytes per trace device, ascending.
+    pub per_device: Vec<DeviceSplit>,
     pub latency: Latency,
     pub read_latency: Latency,
     pub write_latency: Latency,
@@ -67,48 +172,80 @@ pub struct ReplayReport {
     pub device: DeviceStats,
 }
 
-/// The sector-aligned range a record maps to on a device of this capacity:
-/// rounded out to whole sectors, and folded back into the device (offset
-/// modulo the room left) when it runs past the end. `None` if it is empty.
-fn place(r: &TraceRecord, sector: u64, capacity: u64) -> Option<(u64, u64, bool)> {
+/// The sector-aligned range a record maps to in a window of `window`
+/// bytes (a multiple of the sector): rounded out to whole sectors and, when
+/// it runs past the end, folded back by whole 4 KiB units, so its offset
+/// within a 4 KiB unit is kept (a request too large for that goes to the
+/// window's start). `None` if it is empty.
+fn place(r: &TraceRecord, sector: u64, window: u64) -> Option<(u64, u64, bool)> {
     if r.len == 0 {
         return None;
     }
     // In sectors, so nothing overflows near the top of the u64 range.
     let first = r.offset / sector;
     let last = r.offset.saturating_add(r.len).div_ceil(sector);
-    let sectors = capacity / sector;
+    let sectors = window / sector;
     let n = (last - first).min(sectors);
     if first + n <= sectors {
         return Some((first * sector, n * sector, false));
     }
-    let room = sectors - n + 1;
-    Some(((first % room) * sector, n * sector, true))
+    let unit = MAP_UNIT.max(sector) / sector;
+    let within = first % unit;
+    if within + n > sectors {
+        return Some((0, n * sector, true));
+    }
+    let room = (sectors - within - n) / unit + 1;
+    Some((
+        ((first / unit) % room * unit + within) * sector,
+        n * sector,
+        true,
+    ))
 }
 
-/// Runs `records` on `dev`; writes carry a fixed pattern.
+/// Runs `records` on `dev`, every trace device on the whole of it. Writes
+/// carry zeros: costs do not depend on content, and a simulated device's
+/// sparse store then keeps nothing, so memory does not grow with the trace.
 pub fn replay(
     dev: &mut dyn BlockDevice,
     records: &[TraceRecord],
     timing: Timing,
 ) -> flashkv_device::Result<ReplayReport> {
+    replay_mapped(dev, records, timing, &DeviceMap::Shared)
+}
+
+/// Runs `records` (a slice, or a stream such as [`crate::trace::Records`]
+/// yields) on `dev` with each trace device where `map` puts it. Memory does
+/// not grow with the number of records.
+pub fn replay_mapped<I>(
+    dev: &mut dyn BlockDevice,
+    records: I,
+    timing: Timing,
+    map: &DeviceMap,
+) -> flashkv_device::Result<ReplayReport>
+where
+    I: IntoIterator,
+    I::Item: Borrow<TraceRecord>,
+{
     let g = dev.geometry();
+    let mut split: BTreeMap<u32, DeviceSplit> = BTreeMap::new();
     let sector = u64::from(g.sector_size);
     let base = dev.clock();
-    let mut buf: Vec<u8> = Vec::new();
+    // Zeros to write and room to read into, grown to the largest request.
+    let (mut zeros, mut scratch): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
     let (mut all, mut reads, mut writes) = (
         Latencies::default(),
         Latencies::default(),
         Latencies::default(),
     );
     let mut rep = ReplayReport {
-        records: records.len() as u64,
+        records: 0,
         reads: 0,
         writes: 0,
         skipped: 0,
         read_bytes: 0,
         write_bytes: 0,
         folded: 0,
+        per_device: Vec::new(),
         latency: Latency::default(),
         read_latency: Latency::default(),
         write_latency: Latency::default(),
@@ -120,26 +257,45 @@ pub fn replay(
     let mut first: Option<Nanos> = None;
     let mut last_end = base;
     for r in records {
-        let Some((offset, len, folded)) = place(r, sector, g.capacity) else {
+        let r: &TraceRecord = r.borrow();
+        rep.records += 1;
+        let (start, window) = map.window(r.device, g.capacity)?;
+        let Some((offset, len, folded)) = place(r, sector, window) else {
             rep.skipped += 1;
             continue;
         };
+        let offset = start + offset;
+        let d = split.entry(r.device).or_insert_with(|| DeviceSplit {
+            device: r.device,
+            offset: start,
+            ..DeviceSplit::default()
+        });
+        d.folded += u64::from(folded);
+        if r.write {
+            (d.writes, d.write_bytes) = (d.writes + 1, d.write_bytes + len);
+        } else {
+            (d.reads, d.read_bytes) = (d.reads + 1, d.read_bytes + len);
+        }
         rep.folded += u64::from(folded);
         let at = match timing {
             Timing::AsTraced => base.saturating_add(r.time_ns),
             Timing::BackToBack => dev.clock(),
         };
-        if buf.len() < len as usize {
-            buf = (0..len).map(|i| (i % 251) as u8).collect();
-        }
+        let n = len as usize;
         let c = if r.write {
             rep.writes += 1;
             rep.write_bytes += len;
-            dev.write_at(at, offset, &buf[..len as usize])?
+            if zeros.len() < n {
+                zeros.resize(n, 0);
+            }
+            dev.write_at(at, offset, &zeros[..n])?
         } else {
             rep.reads += 1;
             rep.read_bytes += len;
-            dev.read_at(at, offset, &mut buf[..len as usize])?
+            if scratch.len() < n {
+                scratch.resize(n, 0);
+            }
+            dev.read_at(at, offset, &mut scratch[..n])?
         };
         let lat = c.end.saturating_sub(at);
         all.record(lat);
@@ -147,6 +303,7 @@ pub fn replay(
         first.get_or_insert(at);
         last_end = last_end.max(c.end);
     }
+    rep.per_device = split.into_values().collect();
     rep.latency = Latency::of(&all);
     rep.read_latency = Latency::of(&reads);
     rep.write_latency = Latency::of(&writes);
@@ -171,6 +328,7 @@ mod tests {
             offset,
             len,
             write: true,
+            device: 0,
         };
         assert_eq!(place(&r(100, 10), 512, 1 << 20), Some((0, 512, false)));
         assert_eq!(place(&r(1000, 100), 512, 1 << 20), Some((512, 1024, false)));
@@ -187,10 +345,32 @@ mod tests {
         #[test]
         fn any_record_lands_inside_the_device(offset: u64, len: u64, cap in 1u64..1 << 40) {
             let cap = cap * 512;
-            let r = TraceRecord { time_ns: 0, offset, len, write: false };
+            let r = TraceRecord { time_ns: 0, offset, len, write: false, device: 0 };
             if let Some((o, l, _)) = place(&r, 512, cap) {
                 proptest::prop_assert!(o % 512 == 0 && l % 512 == 0 && o + l <= cap);
             }
+        }
+
+        #[test]
+        fn folding_keeps_4k_alignment(page: u64, pages in 1u64..64, cap in 64u64..1 << 30) {
+            let (cap, offset) = (cap * 4096, page.wrapping_mul(4096));
+            let r = TraceRecord { time_ns: 0, offset, len: pages * 4096, write: true, device: 0 };
+            let (o, l, _) = place(&r, 512, cap).unwrap();
+            proptest::prop_assert!(o % 4096 == 0 && l == pages * 4096 && o + l <= cap);
+        }
+    }
+
+    #[test]
+    fn device_maps_parse_and_give_each_device_its_window() {
+        let m: DeviceMap = "0=0,1=1M,2=3M".parse().unwrap();
+        assert_eq!(m.window(1, 8 << 20).unwrap(), (1 << 20, 2 << 20));
+        assert_eq!(m.window(2, 8 << 20).unwrap(), (3 << 20, 5 << 20));
+        assert!(m.window(3, 8 << 20).is_err());
+        let s: DeviceMap = "stride=1M".parse().unwrap();
+        assert_eq!(s.window(5, 8 << 20).unwrap(), (5 << 20, 1 << 20));
+        assert!(s.window(8, 8 << 20).is_err());
+        for bad in ["0=1000", "x=0", "0=0,0=4K", "0=4K,1=4K", "stride=0", "0"] {
+            assert!(bad.parse::<DeviceMap>().is_err(), "{bad}");
         }
     }
 

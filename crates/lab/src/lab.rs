@@ -119,11 +119,23 @@ pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>
     let mut sections = Vec::new();
     for e in experiments {
         summary::clear_stale(&opts.out, e.name())?;
-        let s = e.run(opts)?;
+        let s = e.run(opts);
+        release_free_memory();
+        let s = s?;
         summary::write_section(&opts.out, &s, &info)?;
         sections.push(s);
     }
     let ran: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
     summary::write_summary(&opts.out, &info, &ran)?;
     Ok(sections)
+}
+
+/// Hands memory an experiment freed back to the system, so the next one
+/// does not start from the last one's peak (glibc keeps freed heap).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }

@@ -37,11 +37,16 @@ impl Layout {
     }
 }
 
+/// Chunks per slab segment: the slab grows a segment (1 MiB) at a time,
+/// never by copying what it holds.
+const SEGMENT: usize = 4096;
+
 /// Logical page -> physical page.
 pub(super) struct L2p {
-    /// Chunk index into `slab` for each run of `CHUNK` logical pages, or NONE.
+    /// Chunk index into the slab for each run of `CHUNK` logical pages, or NONE.
     dir: Vec<u32>,
-    slab: Vec<[u32; CHUNK]>,
+    slab: Vec<Box<[[u32; CHUNK]]>>,
+    chunks: usize,
     /// Logical pages below this were placed by a sequential fill.
     filled: u32,
     layout: Layout,
@@ -52,6 +57,7 @@ impl L2p {
         L2p {
             dir: vec![NONE; logical.div_ceil(CHUNK as u64) as usize],
             slab: Vec::new(),
+            chunks: 0,
             filled: 0,
             layout,
         }
@@ -59,7 +65,7 @@ impl L2p {
 
     /// Whether nothing has been mapped yet.
     pub fn is_empty(&self) -> bool {
-        self.slab.is_empty() && self.filled == 0
+        self.chunks == 0 && self.filled == 0
     }
 
     /// Records that logical pages `[0, pages)` were filled sequentially.
@@ -71,19 +77,30 @@ impl L2p {
     pub fn get(&self, lpn: u32) -> u32 {
         match self.dir[lpn as usize / CHUNK] {
             NONE => self.unstored(lpn),
-            c => self.slab[c as usize][lpn as usize % CHUNK],
+            c => self.chunk(c)[lpn as usize % CHUNK],
         }
+    }
+
+    fn chunk(&self, c: u32) -> &[u32; CHUNK] {
+        &self.slab[c as usize / SEGMENT][c as usize % SEGMENT]
     }
 
     pub fn set(&mut self, lpn: u32, ppn: u32) {
         let d = lpn as usize / CHUNK;
         if self.dir[d] == NONE {
+            if self.chunks % SEGMENT == 0 {
+                self.slab
+                    .push(vec![[NONE; CHUNK]; SEGMENT].into_boxed_slice());
+            }
+            let c = self.chunks;
             let base = (d * CHUNK) as u32;
-            let chunk = std::array::from_fn(|i| self.unstored(base + i as u32));
-            self.dir[d] = u32::try_from(self.slab.len()).expect("fewer chunks than pages");
-            self.slab.push(chunk);
+            let fresh = std::array::from_fn(|i| self.unstored(base + i as u32));
+            self.slab[c / SEGMENT][c % SEGMENT] = fresh;
+            self.dir[d] = u32::try_from(c).expect("fewer chunks than pages");
+            self.chunks += 1;
         }
-        self.slab[self.dir[d] as usize][lpn as usize % CHUNK] = ppn;
+        let c = self.dir[d] as usize;
+        self.slab[c / SEGMENT][c % SEGMENT][lpn as usize % CHUNK] = ppn;
     }
 
     fn unstored(&self, lpn: u32) -> u32 {
@@ -263,7 +280,7 @@ mod tests {
         m.set(12345, 7);
         m.set(12346, 8);
         assert_eq!((m.get(12345), m.get(12346), m.get(12344)), (7, 8, NONE));
-        assert_eq!(m.slab.len(), 1);
+        assert_eq!(m.chunks, 1);
         let mut f = L2p::new(1 << 20, layout);
         f.set_filled(1000);
         f.set(5, 99);

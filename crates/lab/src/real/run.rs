@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use flashkv_device::{BlockDevice, FileDevice};
+use flashkv_device::{BlockDevice, FileDevice, Latencies};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use crate::profile::{Pattern, ProfileError, ProfileRow};
@@ -50,34 +50,28 @@ pub fn run(
     if !spec.warmup.is_zero() {
         phase(devs, spec, Budget::Time(spec.warmup), &cursor, &|_| {})?;
     }
-    let (mut lat, elapsed) = phase(devs, spec, spec.budget, &cursor, progress)?;
+    let (lat, elapsed) = phase(devs, spec, spec.budget, &cursor, progress)?;
     if spec.pattern.writes() {
         // Outside the timing, as fio ends a direct-I/O job without fsync.
         devs[0].flush()?;
     }
-    lat.sort_unstable();
-    let n = lat.len() as f64;
+    let n = lat.count() as f64;
     let secs = elapsed.as_secs_f64().max(1e-9);
-    let mean = lat.iter().map(|&l| l as f64).sum::<f64>() / n.max(1.0);
-    // Nearest rank, µs.
-    let rank = |q: f64| {
-        let i = ((q * lat.len() as f64).ceil() as usize).saturating_sub(1);
-        lat.get(i).copied().unwrap_or(0) as f64 / 1e3
-    };
+    let rank = |q: f64| lat.quantile(q) as f64 / 1e3;
     Ok(ProfileRow {
         device: name.to_string(),
         pattern: spec.pattern.code().to_string(),
         block_size: spec.block_size,
         iodepth: devs.len(),
-        ops: lat.len() as u64,
+        ops: lat.count(),
         iops: n / secs,
         mb_per_s: n * spec.block_size as f64 / secs / 1e6,
-        mean_latency_us: mean / 1e3,
+        mean_latency_us: lat.mean() / 1e3,
         p99_latency_us: rank(0.99),
         p50_latency_us: rank(0.50),
         p95_latency_us: rank(0.95),
         p999_latency_us: rank(0.999),
-        max_latency_us: lat.last().copied().unwrap_or(0) as f64 / 1e3,
+        max_latency_us: lat.max() as f64 / 1e3,
         // A file has no energy meter or erase counter.
         energy_uj_per_op: 0.0,
         erases: 0,
@@ -114,17 +108,17 @@ fn validate(devs: &[FileDevice], spec: &RealSpec) -> Result<(), ProfileError> {
     Ok(())
 }
 
-/// One timed phase: per-request latencies (ns) and the wall time it took.
+/// One timed phase: its request latencies and the wall time it took.
 fn phase(
     devs: &mut [FileDevice],
     spec: &RealSpec,
     budget: Budget,
     next_seq: &AtomicU64,
     progress: &(dyn Fn(f64) + Sync),
-) -> Result<(Vec<u64>, Duration), ProfileError> {
+) -> Result<(Latencies, Duration), ProfileError> {
     let claimed = AtomicU64::new(0);
     let start = Instant::now();
-    let results: Vec<Result<Vec<u64>, ProfileError>> = std::thread::scope(|s| {
+    let results: Vec<Result<Latencies, ProfileError>> = std::thread::scope(|s| {
         let handles: Vec<_> = devs
             .iter_mut()
             .enumerate()
@@ -150,9 +144,9 @@ fn phase(
             .collect()
     });
     let elapsed = start.elapsed();
-    let mut lat = Vec::new();
+    let mut lat = Latencies::default();
     for r in results {
-        lat.extend(r?);
+        lat.merge(&r?);
     }
     Ok((lat, elapsed))
 }
@@ -171,7 +165,7 @@ impl Worker<'_> {
         mut self,
         dev: &mut FileDevice,
         report: Option<&(dyn Fn(f64) + Sync)>,
-    ) -> Result<Vec<u64>, ProfileError> {
+    ) -> Result<Latencies, ProfileError> {
         let bs = self.spec.block_size;
         let blocks = self.spec.span / bs;
         // Page-aligned, so O_DIRECT transfers need no bounce copy.
@@ -179,7 +173,7 @@ impl Worker<'_> {
         let skip = store.as_ptr().align_offset(4096);
         let buf = &mut store[skip..skip + bs as usize];
         self.rng.fill_bytes(buf);
-        let mut lat = Vec::new();
+        let mut lat = Latencies::default();
         let mut last_report = Instant::now();
         while let Some(done) = self.claim() {
             let (index, write) = match self.spec.pattern {
@@ -198,7 +192,7 @@ impl Worker<'_> {
             } else {
                 dev.read_at(0, off, buf)?;
             }
-            lat.push(t.elapsed().as_nanos() as u64);
+            lat.record(t.elapsed().as_nanos() as u64);
             if let Some(report) = report {
                 if last_report.elapsed() >= Duration::from_millis(100) {
                     report(done);
