@@ -174,7 +174,10 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         n += 1;
     }
     if n == 0 {
-        return Err(CliError::Usage(format!("{}: no records", a.trace.display())));
+        return Err(CliError::Usage(format!(
+            "{}: no records",
+            a.trace.display()
+        )));
     }
     let mut failure = None;
     let stream = records(&a)?.map_while(|r| r.map_err(|e| failure = Some(e)).ok());

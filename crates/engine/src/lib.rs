@@ -15,13 +15,20 @@
 //! # Durability
 //!
 //! A batch is one checksummed, sequence-numbered log record holding the
-//! images of the pages it changed and the tree's root / page counter / key
-//! counter. It is written before any of those pages may reach the page store
-//! (each buffered page remembers the record holding its latest image, and
-//! the log is flushed up to it before the page is written), and it is
-//! durable once the device is flushed ([`Db::flush`], or every write with
-//! [`Options::sync`]). Page stores only ever overwrite pages whose newer
-//! image is in the log; the in-page-logging store logs each erase-unit map
+//! tree's root / page counter / key counter and, for every page it changed,
+//! the page's whole image when this is the page's first change since the
+//! last checkpoint (or the page was rewritten whole, as by a split), and
+//! otherwise just the operations applied to it (insert, update, delete of a
+//! cell, a sibling link). Recovery rebuilds every page changed since the
+//! checkpoint from its image and the operations after it, never from the
+//! page store's copy, which may be torn or newer. The record is written
+//! before any of those pages may reach the page store (each buffered page
+//! remembers the record holding its latest change, and the log is flushed
+//! up to it before the page is written), and it is durable once the device
+//! is flushed ([`Db::flush`], or every write with [`Options::sync`]). A
+//! batch's pages stay in the buffer pool until its record is written. Page
+//! stores only ever overwrite pages whose state the log can rebuild; the
+//! in-page-logging store logs each erase-unit map
 //! switch (after flushing the new unit) before erasing the old unit, and the
 //! in-place store on raw NAND stages each read-erase-rewrite in a scratch
 //! unit and logs it before erasing.
@@ -66,9 +73,11 @@
 //! # Limits
 //!
 //! A leaf emptied by deletes leaves the tree and its page is reused, but
-//! underfull leaves are not merged. Operations are serialised by one mutex
-//! (readers wait for a writer). A batch's page images must fit half the
-//! write-ahead log ([`Options::wal_size`]). An in-page-logging store holds
+//! underfull leaves are not merged. Writes are serialised by one lock
+//! (one writer at a time); point reads and short scans of pages in the buffer pool run
+//! in parallel under a shared lock. A batch's record (page images on first
+//! change, operations after) must fit half the write-ahead log
+//! ([`Options::wal_size`]). An in-page-logging store holds
 //! at most what its erase-unit map in a 1 MiB checkpoint slot describes
 //! (about 2.2 GiB with the seed layout).
 //!
