@@ -69,20 +69,15 @@ pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
         a.experiments.iter().map(|n| n.experiment()).collect()
     };
     crate::files::check_out_dir("--out", &a.out)?;
-    let names = experiments.iter().map(|e| e.name()).collect();
-    let progress = std::rc::Rc::new(std::cell::RefCell::new(LabProgress::new(names)));
-    let p = progress.clone();
+    let progress = LabProgress::new(experiments.iter().map(|e| e.name()).collect());
     let opts = LabOptions {
         quick: a.quick,
         out: a.out.clone(),
         seed: a.seed,
-        on_progress: Box::new(move |what| p.borrow_mut().step(what)),
+        on_progress: progress.callback(),
     };
     let sections = lab::run(&experiments, &opts)?;
-    drop(opts);
-    if let Ok(p) = std::rc::Rc::try_unwrap(progress) {
-        p.into_inner().finish();
-    }
+    progress.finish();
     if a.json {
         let obj: Map<String, Value> = sections
             .into_iter()

@@ -2,7 +2,10 @@
 //! terminal, and otherwise a line per finished step (or per tenth of a long
 //! fill), so logs of piped runs show where the time goes. Never on stdout.
 
+use std::cell::RefCell;
 use std::io::IsTerminal;
+use std::rc::Rc;
+use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -93,11 +96,15 @@ impl Progress {
 /// The lab's progress: it reports a description before each step (`seed004
 /// hdd-15k …`), whose first word names the experiment. The bar counts
 /// experiments (percent and ETA over them) and shows the step; piped, each
-/// finished step is a line with how long it took.
-pub struct LabProgress {
+/// finished step is a line with how long it took. Cloned into the lab's
+/// callback, so the state is shared.
+#[derive(Clone)]
+pub struct LabProgress(Rc<RefCell<LabState>>);
+
+struct LabState {
     names: Vec<&'static str>,
     bar: Option<ProgressBar>,
-    current: Option<(String, std::time::Instant)>,
+    current: Option<(String, Instant)>,
     steps: u64,
 }
 
@@ -111,16 +118,32 @@ impl LabProgress {
             .progress_chars("=> ");
             ProgressBar::new(names.len() as u64).with_style(style)
         });
-        LabProgress {
+        LabProgress(Rc::new(RefCell::new(LabState {
             names,
             bar,
             current: None,
             steps: 0,
-        }
+        })))
     }
 
+    /// The callback the lab calls before each step.
+    pub fn callback(&self) -> Box<dyn Fn(&str)> {
+        let me = self.clone();
+        Box::new(move |what| me.0.borrow_mut().step(what))
+    }
+
+    pub fn finish(&self) {
+        let mut s = self.0.borrow_mut();
+        s.end_step();
+        if let Some(b) = &s.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl LabState {
     /// A new step starts; the one before it has finished.
-    pub fn step(&mut self, what: &str) {
+    fn step(&mut self, what: &str) {
         self.end_step();
         self.steps += 1;
         let first = what.split([' ', ':']).next().unwrap_or("");
@@ -128,7 +151,7 @@ impl LabProgress {
             b.set_position(i as u64);
             b.set_message(format!("step {}: {what}", self.steps));
         }
-        self.current = Some((what.to_string(), std::time::Instant::now()));
+        self.current = Some((what.to_string(), Instant::now()));
     }
 
     fn end_step(&mut self) {
@@ -137,13 +160,6 @@ impl LabProgress {
                 let s = t.elapsed().as_secs_f64();
                 eprintln!("lab: [{}] {what} done in {s:.1} s", self.steps);
             }
-        }
-    }
-
-    pub fn finish(mut self) {
-        self.end_step();
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
         }
     }
 }

@@ -294,3 +294,28 @@ fn progress_goes_to_stderr_as_lines_when_piped() {
     assert_eq!(steps, [&"profile: [1/2] sr 4K", &"profile: [2/2] sr 64K"]);
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is only JSON");
 }
+
+#[test]
+fn the_lab_reports_each_finished_step_on_stderr_when_piped() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = dir.path().join("results");
+    let o = flashkv(&[
+        "lab",
+        "advisor",
+        "--quick",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is only JSON");
+    let e = String::from_utf8_lossy(&o.stderr);
+    let steps: Vec<&str> = e.lines().filter(|l| l.starts_with("lab: [")).collect();
+    // One step per device preset, numbered in order.
+    let presets = flashkv_device::presets::names();
+    assert_eq!(steps.len(), presets.len(), "{e}");
+    for (i, (line, name)) in steps.iter().zip(&presets).enumerate() {
+        let head = format!("lab: [{}] advisor {name} done in ", i + 1);
+        assert!(line.starts_with(&head) && line.ends_with(" s"), "{line}");
+    }
+}
