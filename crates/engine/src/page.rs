@@ -144,6 +144,11 @@ impl Page {
             }
             prev = Some(k);
         }
+        // The free-space accounting `used` relies on.
+        let frag = self.u32(12) as usize;
+        if free_end + frag > size || size - free_end - frag != self.cell_bytes() {
+            return Err(bad("fragmented-bytes count disagrees with the cells"));
+        }
         Ok(())
     }
 
@@ -241,12 +246,26 @@ impl Page {
     pub fn cell_size(klen: usize, vlen: usize) -> usize {
         2 + 4 + klen + vlen
     }
-    /// Bytes of cell area and slot array in use.
+    /// Bytes of cell area and slot array in use: the cell area less its
+    /// fragmented bytes, plus the slots (the header keeps both, and
+    /// [`Page::validate`] checks them against the cells).
     pub fn used(&self) -> usize {
+        let cells = self.size() - self.u32(8) as usize - self.u32(12) as usize;
+        debug_assert_eq!(
+            cells,
+            self.cell_bytes(),
+            "page {}: header and cells disagree",
+            self.id()
+        );
+        cells + 2 * self.len()
+    }
+
+    /// Bytes the cells take, counted cell by cell.
+    fn cell_bytes(&self) -> usize {
         (0..self.len())
             .map(|i| {
                 let (_, kl, vl) = self.cell(i);
-                Self::cell_size(kl, vl)
+                4 + kl + vl
             })
             .sum()
     }
