@@ -12,6 +12,7 @@ use crate::error::{corrupt, Error, Result};
 use crate::file::{self, Mode};
 use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{as_ref, prefix_end, Range};
+use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::redo;
@@ -93,6 +94,8 @@ pub struct Stats {
     pub device_flushes: u64,
     /// The device's own counters (all regions).
     pub device: DeviceStats,
+    /// The log device's counters, where the log has a device of its own.
+    pub log_device: Option<DeviceStats>,
     /// The device's virtual clock, ns (simulated devices; 0 elsewhere).
     pub device_clock_ns: u64,
 }
@@ -110,6 +113,8 @@ struct Core {
     io: Option<IoProfile>,
     /// Trim the log half a checkpoint retires (file stores).
     trim_log: bool,
+    /// Id of the log device (0: the log is on the store's device).
+    log_id: u64,
     /// Pages whose image is in the log since the last checkpoint: a later
     /// change of theirs is logged as operations.
     imaged: FxHashSet<PageId>,
@@ -160,12 +165,31 @@ impl Db {
     /// not hold a flashkv store is refused with [`Error::NotAStore`] before
     /// anything is written.
     pub fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, opts, true, None)?))
+        Ok(Db::from_core(Core::open(device, None, opts, true, None)?))
+    }
+
+    /// Like [`Db::open`], with the write-ahead log on a device of its own
+    /// (as databases keep their log on a separate disk). The durability
+    /// contract is the same; a flush makes the log device durable before
+    /// the store's. A store created this way must always be opened with
+    /// its log device, and a log device is refused for any other store.
+    pub fn open_with_log(
+        device: Box<dyn BlockDevice>,
+        log: Box<dyn BlockDevice>,
+        opts: Options,
+    ) -> Result<Db> {
+        Ok(Db::from_core(Core::open(
+            device,
+            Some(log),
+            opts,
+            true,
+            None,
+        )?))
     }
 
     /// Opens the store on `device`; a blank device is [`Error::NotAStore`] too.
     pub fn open_existing(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, opts, false, None)?))
+        Ok(Db::from_core(Core::open(device, None, opts, false, None)?))
     }
 
     /// Creates a store in the file at `path`, which must be missing or
@@ -200,7 +224,7 @@ impl Db {
         let cap = opts.max_size.unwrap_or(FILE_MAX);
         let (dev, created) = file::open(path, cap, mode)?;
         let len = dev.len()?;
-        match Core::open(Box::new(dev), opts, mode == Mode::Create, Some(len)) {
+        match Core::open(Box::new(dev), None, opts, mode == Mode::Create, Some(len)) {
             Ok(core) => Ok(Db::from_core(core)),
             Err(e) => {
                 if created {
@@ -475,6 +499,7 @@ impl Db {
             checkpoints: c.checkpoints,
             device_flushes: c.disk.flushes,
             device: c.disk.dev.stats(),
+            log_device: c.disk.log.as_ref().map(|l| l.stats()),
             device_clock_ns: c.disk.dev.clock(),
         }
     }
@@ -511,17 +536,22 @@ impl Core {
     /// `file_len`: the length of the file holding the store, for file stores.
     fn open(
         device: Box<dyn BlockDevice>,
+        log: Option<Box<dyn BlockDevice>>,
         opts: Options,
         create: bool,
         file_len: Option<u64>,
     ) -> Result<Core> {
         check_options(&opts)?;
-        let mut disk = Disk::new(device);
+        let mut disk = Disk::new(device, log);
         let ckpt = Self::recognise(&mut disk, &opts, create)?;
         let created = ckpt.seq == 0;
         let geo = disk.geo;
         let l = ckpt.layout;
-        if l.data_start + l.data_len > geo.capacity || l.wal_start + l.wal_len > l.data_start {
+        let log_fits = match ckpt.log_id {
+            0 => l.wal_start + l.wal_len <= l.data_start,
+            _ => l.wal_start + l.wal_len <= disk.log_geo.capacity,
+        };
+        if l.data_start + l.data_len > geo.capacity || !log_fits {
             return Err(corrupt("checkpoint layout exceeds the device"));
         }
         let store = Self::make_store(&ckpt, &disk)?;
@@ -533,8 +563,8 @@ impl Core {
                 )));
             }
         }
-        let sector = u64::from(geo.sector_size);
-        let mut wal = Wal::new(l.wal_start, l.wal_len, sector, ckpt.wal_seq, ckpt.seq);
+        let log_sector = u64::from(disk.log_geo.sector_size);
+        let mut wal = Wal::new(l.wal_start, l.wal_len, log_sector, ckpt.wal_seq, ckpt.seq);
         let records = if created {
             Vec::new()
         } else {
@@ -555,6 +585,7 @@ impl Core {
             sync: opts.sync,
             io: opts.io,
             trim_log: file_len.is_some(),
+            log_id: ckpt.log_id,
             imaged: FxHashSet::default(),
             poisoned: false,
             commits: 0,
@@ -602,10 +633,23 @@ impl Core {
                         requested: k.name(),
                     });
                 }
+                match (c.log_id, disk.log.is_some()) {
+                    (0, false) => {}
+                    (0, true) => return Err(Error::Options(
+                        "the store keeps its log on its own device: open it without a log device".into(),
+                    )),
+                    (_, false) => return Err(Error::Options(
+                        "the store keeps its log on a device of its own: open it with Db::open_with_log".into(),
+                    )),
+                    (id, true) => logdev::check_header(disk, id)?,
+                }
                 Ok(c)
             }
             None if create => {
                 let c = Self::plan(opts, disk, slot_len)?;
+                if c.log_id != 0 {
+                    logdev::write_header(disk, c.log_id)?;
+                }
                 c.write(disk)?;
                 Ok(c)
             }
@@ -638,6 +682,28 @@ impl Core {
                 Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
             }
         })
+    }
+
+    /// Where a new store's log goes: (start, length, where the page store
+    /// then starts on the store's device, log device id). On the store's
+    /// device the log follows the checkpoint slots; on a log device of its
+    /// own it follows the header in the first erase unit (or sector).
+    fn plan_log(opts: &Options, disk: &Disk, slot_len: u64) -> Result<(u64, u64, u64, u64)> {
+        let lg = disk.log_geo;
+        let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
+        let want = round_up(opts.wal_size.max(64 << 10), 2 * align);
+        if disk.log.is_none() {
+            return Ok((2 * slot_len, want, 2 * slot_len + want, 0));
+        }
+        let room = lg.capacity.saturating_sub(align);
+        let len = want.min(room - room % (2 * align));
+        if len < 64 << 10 {
+            return Err(Error::Options(format!(
+                "log device of {} bytes is too small for a log (need 64 KiB after its header)",
+                lg.capacity
+            )));
+        }
+        Ok((align, len, 2 * slot_len, logdev::new_id()))
     }
 
     /// The layout and first checkpoint of a new store.
@@ -677,9 +743,7 @@ impl Core {
                 )));
             }
         }
-        let wal_start = 2 * slot_len;
-        let wal_len = round_up(opts.wal_size.max(64 << 10), 2 * align);
-        let data_start = wal_start + wal_len;
+        let (wal_start, wal_len, data_start, log_id) = Self::plan_log(opts, disk, slot_len)?;
         let end = opts.max_size.unwrap_or(geo.capacity).min(geo.capacity);
         let mut end = end - end % align;
         if let StoreKind::InPageLogging(g) = kind {
@@ -710,6 +774,7 @@ impl Core {
             next_auto: 0,
             free_head: NO_PAGE,
             wal_seq: 1,
+            log_id,
             store_state: Vec::new(),
         })
     }
@@ -886,6 +951,7 @@ impl Core {
             next_auto: self.meta.next_auto,
             free_head: self.meta.free_head,
             wal_seq: first,
+            log_id: self.log_id,
             store_state: state,
         }
         .write(&mut self.disk)?;
@@ -911,6 +977,7 @@ impl Core {
             next_auto: self.meta.next_auto,
             free_head: self.meta.free_head,
             wal_seq: self.wal_seq,
+            log_id: self.log_id,
             store_state: state,
         };
         c.write(&mut self.disk)?;

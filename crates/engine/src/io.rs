@@ -32,6 +32,10 @@ pub struct RegionStats {
 pub(crate) struct Disk {
     pub dev: Box<dyn BlockDevice>,
     pub geo: Geometry,
+    /// A device of its own for the write-ahead log, if the store has one.
+    pub log: Option<Box<dyn BlockDevice>>,
+    /// Geometry of the device holding the log (`geo` without a log device).
+    pub log_geo: Geometry,
     pub meta: RegionStats,
     pub wal: RegionStats,
     pub data: RegionStats,
@@ -47,11 +51,14 @@ pub(crate) struct Disk {
 }
 
 impl Disk {
-    pub fn new(dev: Box<dyn BlockDevice>) -> Disk {
+    pub fn new(dev: Box<dyn BlockDevice>, log: Option<Box<dyn BlockDevice>>) -> Disk {
         let geo = dev.geometry();
+        let log_geo = log.as_ref().map_or(geo, |l| l.geometry());
         Disk {
             dev,
             geo,
+            log,
+            log_geo,
             meta: RegionStats::default(),
             wal: RegionStats::default(),
             data: RegionStats::default(),
@@ -70,8 +77,16 @@ impl Disk {
         }
     }
 
+    /// The device holding region `r`, and its geometry.
+    fn device(&mut self, r: Region) -> (&mut dyn BlockDevice, Geometry) {
+        match (r, &mut self.log) {
+            (Region::Wal, Some(log)) => (&mut **log, self.log_geo),
+            _ => (&mut *self.dev, self.geo),
+        }
+    }
+
     pub fn read(&mut self, r: Region, off: u64, buf: &mut [u8]) -> Result<()> {
-        self.dev.read(off, buf)?;
+        self.device(r).0.read(off, buf)?;
         let s = self.region(r);
         s.reads += 1;
         s.read_bytes += buf.len() as u64;
@@ -79,7 +94,7 @@ impl Disk {
     }
 
     pub fn write(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
-        self.dev.write(off, buf)?;
+        self.device(r).0.write(off, buf)?;
         let s = self.region(r);
         s.writes += 1;
         s.write_bytes += buf.len() as u64;
@@ -90,15 +105,16 @@ impl Disk {
     /// them; elsewhere tells the device the range is free (trim), ignoring
     /// devices that cannot trim. Counted as one erase either way.
     pub fn erase(&mut self, r: Region, off: u64, len: u64) -> Result<()> {
-        match self.geo.erase_unit {
+        let (dev, geo) = self.device(r);
+        match geo.erase_unit {
             Some(eu) => {
                 let mut u = off / eu;
                 while u * eu < off + len {
-                    self.dev.erase(u)?;
+                    dev.erase(u)?;
                     u += 1;
                 }
             }
-            None => match self.dev.trim(off, len) {
+            None => match dev.trim(off, len) {
                 Ok(_) | Err(DeviceError::Unsupported(_)) => {}
                 Err(e) => return Err(e.into()),
             },
@@ -113,7 +129,20 @@ impl Disk {
         self.geo.program_once && self.dev.is_programmed(off, len)
     }
 
+    /// [`Disk::programmed`] for a range of the log.
+    pub fn log_programmed(&self, off: u64, len: u64) -> bool {
+        match &self.log {
+            Some(log) => self.log_geo.program_once && log.is_programmed(off, len),
+            None => self.programmed(off, len),
+        }
+    }
+
+    /// Makes everything written so far durable: the log device first, so
+    /// a record is never behind the pages it allows to be written.
     pub fn flush(&mut self) -> Result<()> {
+        if let Some(log) = &mut self.log {
+            log.flush()?;
+        }
         self.dev.flush()?;
         self.flushes += 1;
         self.synced = self.logged;

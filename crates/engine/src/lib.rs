@@ -112,6 +112,7 @@ mod error;
 mod file;
 mod io;
 mod iter;
+mod logdev;
 mod options;
 mod page;
 pub mod policies;

@@ -11,7 +11,9 @@ use crate::io::{Disk, Region};
 use crate::options::{IplGeometry, StoreKind};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
-pub const FORMAT_VERSION: u8 = 1;
+/// Version 2 added the log device's id after `wal_seq`; version 1 slots
+/// (log on the store's device) are still read.
+pub const FORMAT_VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
 pub const SLOT_BYTES: u64 = 1 << 20;
@@ -40,6 +42,9 @@ pub(crate) struct Checkpoint {
     pub next_auto: u64,
     pub free_head: u64,
     pub wal_seq: u64,
+    /// Id of the device the log is on when it has one of its own (its
+    /// header carries the same id); 0: the log is on the store's device.
+    pub log_id: u64,
     pub store_state: Vec<u8>,
 }
 
@@ -95,6 +100,7 @@ impl Checkpoint {
             self.next_auto,
             self.free_head,
             self.wal_seq,
+            self.log_id,
         ] {
             p.extend_from_slice(&v.to_le_bytes());
         }
@@ -102,7 +108,7 @@ impl Checkpoint {
         p
     }
 
-    fn decode(kind: u8, seq: u64, b: &[u8]) -> Result<Checkpoint> {
+    fn decode(version: u8, kind: u8, seq: u64, b: &[u8]) -> Result<Checkpoint> {
         let mut r = Reader(b);
         let page_size = r.u32()?;
         let (ppu, nlog, spp) = (r.u32()?, r.u32()?, r.u32()?);
@@ -125,6 +131,7 @@ impl Checkpoint {
         };
         let (root, next_page, next_auto) = (r.u64()?, r.u64()?, r.u64()?);
         let (free_head, wal_seq) = (r.u64()?, r.u64()?);
+        let log_id = if version >= 2 { r.u64()? } else { 0 };
         Ok(Checkpoint {
             seq,
             store,
@@ -135,6 +142,7 @@ impl Checkpoint {
             next_auto,
             free_head,
             wal_seq,
+            log_id,
             store_state: r.0.to_vec(),
         })
     }
@@ -239,7 +247,7 @@ impl Checkpoint {
         if u64::from_le_bytes(head[0..8].try_into().unwrap()) != MAGIC {
             return Err(Error::NotAStore);
         }
-        if head[8] != FORMAT_VERSION {
+        if !(1..=FORMAT_VERSION).contains(&head[8]) {
             return Err(Error::Version {
                 what: "superblock",
                 found: head[8],
@@ -263,7 +271,7 @@ impl Checkpoint {
         if crc != u32::from_le_bytes(buf[28..32].try_into().unwrap()) {
             return Err(corrupt("checkpoint checksum mismatch"));
         }
-        let c = Self::decode(buf[9], seq, payload)?;
+        let c = Self::decode(buf[8], buf[9], seq, payload)?;
         if c.layout.slot_len != slot_len {
             return Err(corrupt("checkpoint slot size mismatch"));
         }
@@ -279,7 +287,8 @@ mod tests {
     proptest! {
         #[test]
         fn checkpoint_decoder_never_panics(kind in 0u8..4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = Checkpoint::decode(kind, 1, &bytes);
+            let _ = Checkpoint::decode(2, kind, 1, &bytes);
+            let _ = Checkpoint::decode(1, kind, 1, &bytes);
         }
     }
 
@@ -301,9 +310,10 @@ mod tests {
             next_auto: 4,
             free_head: 5,
             wal_seq: 11,
+            log_id: 99,
             store_state: vec![1, 2, 3],
         };
         let p = c.encode();
-        assert_eq!(Checkpoint::decode(2, 7, &p).unwrap(), c);
+        assert_eq!(Checkpoint::decode(FORMAT_VERSION, 2, 7, &p).unwrap(), c);
     }
 }

@@ -95,10 +95,14 @@ impl Wal {
         buf[HDR..HDR + payload.len()].copy_from_slice(payload);
         let crc = record_crc(&buf);
         buf[20..24].copy_from_slice(&crc.to_le_bytes());
-        if let Some(eu) = disk.geo.erase_unit.filter(|_| disk.geo.program_once) {
+        if let Some(eu) = disk
+            .log_geo
+            .erase_unit
+            .filter(|_| disk.log_geo.program_once)
+        {
             while self.clean_to < self.pos + total {
                 let off = self.start + self.clean_to;
-                if disk.programmed(off, eu) {
+                if disk.log_programmed(off, eu) {
                     disk.erase(Region::Wal, off, eu)?;
                 }
                 self.clean_to += eu;
@@ -155,8 +159,8 @@ impl Wal {
             self.next_seq += 1;
         }
         // Appends must never erase the units holding these records.
-        self.clean_to = match disk.geo.erase_unit {
-            Some(eu) if disk.geo.program_once => self.pos.div_ceil(eu) * eu,
+        self.clean_to = match disk.log_geo.erase_unit {
+            Some(eu) if disk.log_geo.program_once => self.pos.div_ceil(eu) * eu,
             _ => 0,
         };
         Ok(out)

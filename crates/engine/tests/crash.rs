@@ -371,3 +371,88 @@ fn crash_long_workloads() {
         );
     }
 }
+
+/// A crash case with the write-ahead log on a device of its own: power is
+/// lost at a random write of either device, and each device keeps a random
+/// part of what it had not flushed; half the cases lose power again, on
+/// either device, while recovering.
+fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
+    let sync = rng.gen_bool(0.3);
+    let n = rng.gen_range(10..60);
+    let ops = workload(&mut rng, n, 150);
+    let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(log_nand)..3)];
+    let o = opts(kind, frames, sync, wal);
+    let open = |data: &CrashDev, log: &CrashDev| {
+        Db::open_with_log(Box::new(data.clone()), Box::new(log.clone()), o.clone())
+    };
+    let (dry, dry_log) = (
+        CrashDev::new(nand, u64::MAX),
+        CrashDev::new(log_nand, u64::MAX),
+    );
+    run(&open(&dry, &dry_log).unwrap(), &ops, sync);
+    let on_log = rng.gen_bool(0.5);
+    let writes = if on_log {
+        dry_log.writes()
+    } else {
+        dry.writes()
+    };
+    let crash_at = rng.gen_range(1..=writes + 1);
+    let (data, log) = match on_log {
+        true => (
+            CrashDev::new(nand, u64::MAX),
+            CrashDev::new(log_nand, crash_at),
+        ),
+        false => (
+            CrashDev::new(nand, crash_at),
+            CrashDev::new(log_nand, u64::MAX),
+        ),
+    };
+    let (states, durable, crashed) = match open(&data, &log) {
+        Ok(db) => run(&db, &ops, sync),
+        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true),
+        Err(e) => panic!("open: {e}"),
+    };
+    let what = format!(
+        "seed {seed} {kind:?} nand={nand} log_nand={log_nand} crash at write {crash_at} of the {}",
+        if on_log { "log" } else { "store" }
+    );
+    let (mut data, mut log) = (data.recover(&mut rng), log.recover(&mut rng));
+    if rng.gen_bool(0.5) {
+        let again = if rng.gen_bool(0.5) { &log } else { &data };
+        again.st().crash_at = rng.gen_range(1..40);
+        match open(&data, &log) {
+            Ok(_) | Err(Error::Device(DeviceError::Crashed)) => {}
+            Err(e) => panic!("{what}: recovery failed: {e}"),
+        }
+        (data, log) = (data.recover(&mut rng), log.recover(&mut rng));
+    }
+    let db = open(&data, &log).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
+    let got: Model = db.scan(..).unwrap().into_iter().collect();
+    assert!(
+        states[durable..].contains(&got),
+        "{what}: recovered state matches no allowed state (durable index {durable} of {})",
+        states.len()
+    );
+    crashed
+}
+
+#[test]
+fn crash_with_a_log_device() {
+    let kinds = [
+        (StoreKind::InPlace, false),
+        (StoreKind::InPlace, true),
+        (StoreKind::InPageLogging(IplGeometry::seed()), true),
+        (StoreKind::InPageLogging(IplGeometry::seed()), false),
+    ];
+    let mut crashed = 0;
+    for seed in 7000..7800u64 {
+        let (kind, nand) = kinds[(seed % 4) as usize];
+        crashed += usize::from(case_with_log(seed, kind, nand, seed % 3 == 0));
+    }
+    assert!(
+        crashed >= 600,
+        "only {crashed} of 800 cases crashed inside the workload"
+    );
+}

@@ -1,7 +1,7 @@
 //! Both page stores on every kind of simulated device: raw NAND (program
 //! once, explicit erase), FTL SSDs, HDDs and a DRAM SSD.
 
-use flashkv_engine::{Db, IplGeometry, Options, StoreKind};
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
 
 fn kinds() -> [StoreKind; 3] {
     [
@@ -145,4 +145,45 @@ fn shared_layout_merges_when_pages_outnumber_free_sectors() {
     assert!(db.stats().store.merges > 0);
     let got: std::collections::BTreeMap<_, _> = db.scan(..).unwrap().into_iter().collect();
     assert!(got == model, "contents differ after merges");
+}
+
+/// The log on a device of its own: writes reach it and not the store's
+/// device, the store reopens only with its own log device.
+#[test]
+fn a_log_on_its_own_device() {
+    use flashkv_device::presets;
+    let data = flashkv_device::SimDevice::new(&presets::get("hdd-7200").unwrap()).unwrap();
+    let log = flashkv_device::SimDevice::new(&presets::get("nvme").unwrap()).unwrap();
+    let opts = Options::default().sync(true);
+    let db = Db::open_with_log(Box::new(data), Box::new(log), opts.clone()).unwrap();
+    for i in 0..200u32 {
+        db.put(&i.to_be_bytes(), &[5u8; 300]).unwrap();
+    }
+    let s = db.stats();
+    let log_stats = s.log_device.clone().expect("log device stats");
+    assert!(s.wal_io.writes >= 200, "{:?}", s.wal_io);
+    // Every write to the log device is log region I/O (its header included).
+    assert_eq!(log_stats.host_writes, s.wal_io.writes);
+    // The store's device saw no log record: its writes are checkpoints and pages.
+    assert_eq!(s.device.host_writes, s.meta_io.writes + s.data_io.writes);
+    let data = db.into_device();
+    // Without its log, or with another store's, the store does not open.
+    let e = Db::open(data, opts.clone()).err().unwrap();
+    assert!(
+        matches!(&e, Error::Options(m) if m.contains("open_with_log")),
+        "{e}"
+    );
+    let other = Db::open_with_log(
+        Box::new(presets::open("dram-ssd").unwrap()),
+        Box::new(presets::open("dram-ssd").unwrap()),
+        opts.clone(),
+    )
+    .unwrap();
+    let other_data = other.into_device();
+    let fresh = Box::new(presets::open("dram-ssd").unwrap());
+    let e = Db::open_with_log(other_data, fresh, opts).err().unwrap();
+    assert!(
+        matches!(&e, Error::Options(m) if m.contains("holds no flashkv log")),
+        "{e}"
+    );
 }
