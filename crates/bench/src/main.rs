@@ -185,7 +185,7 @@ fn run(
 /// (flashkv's: about 4 KiB per key with its log today) with room to spare.
 fn check_space(dir: &Path, keys: usize) -> Result<(), String> {
     let need = keys as u64 * 8192 + (1 << 30);
-    let free = measure::free_bytes(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let free = flashkv_device::free_space(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if free < need {
         return Err(format!(
             "{} has {} MB free; {keys} keys need about {} MB (use --dir or fewer --keys)",

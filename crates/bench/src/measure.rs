@@ -42,20 +42,6 @@ pub fn dir_size(dir: &Path) -> io::Result<DirSize> {
     Ok(total)
 }
 
-/// Bytes free for an unprivileged user on the file system holding `dir`.
-pub fn free_bytes(dir: &Path) -> io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is a valid NUL-terminated path and `st` is written by the call.
-    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: statvfs returned 0, so it filled `st`.
-    let st = unsafe { st.assume_init() };
-    Ok(u64::from(st.f_bavail) * u64::from(st.f_frsize))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +61,6 @@ mod tests {
     #[test]
     fn written_bytes_is_readable_and_free_space_positive() {
         let _ = written_bytes().unwrap();
-        assert!(free_bytes(Path::new("/")).unwrap() > 0);
+        assert!(flashkv_device::free_space(Path::new("/")).unwrap() > 0);
     }
 }

@@ -3,7 +3,6 @@
 //! checked before anything is written, a file is only filled when the file
 //! system has room, and a failed command removes what it created.
 
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -73,21 +72,7 @@ pub fn parent(path: &Path) -> &Path {
     }
 }
 
-/// Bytes an unprivileged user may still write on the file system holding `dir`.
-pub fn free_space(dir: &Path) -> std::io::Result<u64> {
-    let mut c = dir.as_os_str().as_bytes().to_vec();
-    c.push(0);
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is NUL-terminated and outlives the call; statvfs writes
-    // only into `st`, which is read after it reports success.
-    let rc = unsafe { libc::statvfs(c.as_ptr().cast(), st.as_mut_ptr()) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: statvfs returned 0, so it filled `st`.
-    let st = unsafe { st.assume_init() };
-    Ok((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-}
+pub use flashkv_device::free_space;
 
 /// Refuses to grow `path` by `need` bytes when its file system has less free.
 pub fn ensure_room(flag: &str, path: &Path, need: u64) -> Result<(), CliError> {

@@ -53,7 +53,7 @@ pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
 pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec};
 pub use stats::{DeviceStats, EraseCounts, Wear};
-pub use store::DataStore;
+pub use store::{free_space, DataStore};
 
 /// Virtual time in nanoseconds.
 pub type Nanos = u64;

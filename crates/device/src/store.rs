@@ -129,7 +129,7 @@ impl DataStore {
     /// created (so nothing is left behind, even after a crash), once `dir`
     /// is known to have `need` bytes free.
     pub fn scratch_file(dir: &Path, need: u64) -> Result<Self> {
-        let free = free_bytes(dir)?;
+        let free = free_space(dir)?;
         if free < need {
             return Err(crate::DeviceError::Io(std::io::Error::new(
                 std::io::ErrorKind::StorageFull,
@@ -161,16 +161,22 @@ impl DataStore {
     }
 }
 
-/// Bytes available to an unprivileged user on the file system holding `dir`.
-fn free_bytes(dir: &Path) -> Result<u64> {
+/// Bytes an unprivileged user may still write on the file system holding
+/// `dir` (`statvfs`): what every command checks before it fills a file.
+// statvfs's field types differ between platforms (u32 on some 32-bit ones).
+#[allow(clippy::useless_conversion)]
+pub fn free_space(dir: &Path) -> std::io::Result<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: `c` is a valid C string and `st` a plain struct statvfs fills.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error().into());
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a valid NUL-terminated path and statvfs writes only
+    // into `st`, which is read after it reports success.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: statvfs returned 0, so it filled `st`.
+    let st = unsafe { st.assume_init() };
     Ok(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
 }
 

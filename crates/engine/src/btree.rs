@@ -30,6 +30,9 @@ pub const MAX_VALUE: usize = 1 << 20;
 const MAX_DEPTH: usize = 64;
 const OVERFLOW_CELL: usize = 13;
 
+/// A key and its value.
+pub(crate) type Pair = (Vec<u8>, Vec<u8>);
+
 /// Tree state persisted with every log record and checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Meta {
@@ -208,7 +211,7 @@ pub(crate) fn scan_resident(
     (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
     reverse: bool,
     limit: usize,
-) -> Result<Option<Vec<(Vec<u8>, Vec<u8>)>>> {
+) -> Result<Option<Vec<Pair>>> {
     let mut used = Vec::with_capacity(8);
     let start = match (reverse, lo, hi) {
         (false, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
