@@ -96,7 +96,8 @@ pub struct Stats {
     pub device: DeviceStats,
     /// The log device's counters, where the log has a device of its own.
     pub log_device: Option<DeviceStats>,
-    /// The device's virtual clock, ns (simulated devices; 0 elsewhere).
+    /// The devices' virtual clock, ns: the later of the store's and the log
+    /// device's (simulated devices; wall time since open for files).
     pub device_clock_ns: u64,
 }
 
@@ -500,7 +501,7 @@ impl Db {
             device_flushes: c.disk.flushes,
             device: c.disk.dev.stats(),
             log_device: c.disk.log.as_ref().map(|l| l.stats()),
-            device_clock_ns: c.disk.dev.clock(),
+            device_clock_ns: c.disk.now(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The device as the engine sees it: I/O counted per region, so page-store
 //! traffic can be reported apart from the write-ahead log and checkpoints.
 
-use flashkv_device::{BlockDevice, DeviceError, Geometry};
+use flashkv_device::{BlockDevice, DeviceError, Geometry, Nanos};
 
 use crate::error::Result;
 use crate::wal::Wal;
@@ -77,16 +77,27 @@ impl Disk {
         }
     }
 
-    /// The device holding region `r`, and its geometry.
-    fn device(&mut self, r: Region) -> (&mut dyn BlockDevice, Geometry) {
+    /// The host's clock: the store's device's, or with a log device the
+    /// later of the two, since the host waits for each operation (for
+    /// simulated devices, whose clocks are their own).
+    pub fn now(&self) -> Nanos {
+        let c = self.dev.clock();
+        self.log.as_ref().map_or(c, |l| c.max(l.clock()))
+    }
+
+    /// The device holding region `r`, its geometry, and the time to issue
+    /// an operation at.
+    fn device(&mut self, r: Region) -> (&mut dyn BlockDevice, Geometry, Nanos) {
+        let now = self.now();
         match (r, &mut self.log) {
-            (Region::Wal, Some(log)) => (&mut **log, self.log_geo),
-            _ => (&mut *self.dev, self.geo),
+            (Region::Wal, Some(log)) => (&mut **log, self.log_geo, now),
+            _ => (&mut *self.dev, self.geo, now),
         }
     }
 
     pub fn read(&mut self, r: Region, off: u64, buf: &mut [u8]) -> Result<()> {
-        self.device(r).0.read(off, buf)?;
+        let (dev, _, at) = self.device(r);
+        dev.read_at(at, off, buf)?;
         let s = self.region(r);
         s.reads += 1;
         s.read_bytes += buf.len() as u64;
@@ -94,7 +105,8 @@ impl Disk {
     }
 
     pub fn write(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
-        self.device(r).0.write(off, buf)?;
+        let (dev, _, at) = self.device(r);
+        dev.write_at(at, off, buf)?;
         let s = self.region(r);
         s.writes += 1;
         s.write_bytes += buf.len() as u64;
@@ -105,16 +117,17 @@ impl Disk {
     /// them; elsewhere tells the device the range is free (trim), ignoring
     /// devices that cannot trim. Counted as one erase either way.
     pub fn erase(&mut self, r: Region, off: u64, len: u64) -> Result<()> {
-        let (dev, geo) = self.device(r);
+        let (dev, geo, at) = self.device(r);
         match geo.erase_unit {
             Some(eu) => {
                 let mut u = off / eu;
+                let mut at = at;
                 while u * eu < off + len {
-                    dev.erase(u)?;
+                    at = dev.erase_at(at, u)?.end;
                     u += 1;
                 }
             }
-            None => match dev.trim(off, len) {
+            None => match dev.trim_at(at, off, len) {
                 Ok(_) | Err(DeviceError::Unsupported(_)) => {}
                 Err(e) => return Err(e.into()),
             },
@@ -140,10 +153,12 @@ impl Disk {
     /// Makes everything written so far durable: the log device first, so
     /// a record is never behind the pages it allows to be written.
     pub fn flush(&mut self) -> Result<()> {
+        let now = self.now();
+        let mut at = now;
         if let Some(log) = &mut self.log {
-            log.flush()?;
+            at = log.flush_at(now)?.end;
         }
-        self.dev.flush()?;
+        self.dev.flush_at(at)?;
         self.flushes += 1;
         self.synced = self.logged;
         Ok(())
