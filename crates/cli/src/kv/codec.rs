@@ -69,7 +69,8 @@ impl Format {
     }
 }
 
-/// Backslash-escapes `\t \n \r \\` and every byte that is not part of valid UTF-8.
+/// Backslash-escapes `\t \n \r \\`, and as `\xNN` other ASCII control
+/// characters and every byte that is not part of valid UTF-8.
 pub fn escape(bytes: &[u8], out: &mut String) {
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -78,6 +79,8 @@ pub fn escape(bytes: &[u8], out: &mut String) {
                 '\n' => out.push_str("\\n"),
                 '\r' => out.push_str("\\r"),
                 '\\' => out.push_str("\\\\"),
+                // Other control characters would garble a terminal.
+                c if c.is_ascii_control() => out.push_str(&format!("\\x{:02x}", c as u8)),
                 c => out.push(c),
             }
         }
@@ -206,6 +209,7 @@ mod tests {
     fn known_encodings() {
         assert_eq!(tsv(Format::Utf8, b"a\tb\\c\xff\n"), "a\\tb\\\\c\\xff\\n");
         assert_eq!(tsv(Format::Utf8, "é".as_bytes()), "é");
+        assert_eq!(tsv(Format::Utf8, b"\x00\x7f"), "\\x00\\x7f");
         assert_eq!(tsv(Format::Hex, b"\x00\xab"), "00ab");
         assert_eq!(tsv(Format::Base64, b"foob"), "Zm9vYg==");
         assert_eq!(tsv(Format::Base64, b"fooba"), "Zm9vYmE=");
