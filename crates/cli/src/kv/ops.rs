@@ -64,6 +64,17 @@ impl Out {
         decode(self.codec.value, "value", arg)
     }
 
+    /// A key or value written as in TSV (escapes undone), as the shell reads them.
+    pub fn escaped(&self, is_key: bool, s: &str) -> Result<Vec<u8>, Fail> {
+        let (f, what) = if is_key {
+            (self.codec.key, "key")
+        } else {
+            (self.codec.value, "value")
+        };
+        f.decode_tsv(s.as_bytes())
+            .map_err(|e| Fail::Usage(format!("{what} {s:?}: {e}")))
+    }
+
     pub fn line(&mut self, s: &str) -> Result<(), Fail> {
         writeln!(self.w, "{s}")?;
         Ok(())

@@ -1,6 +1,7 @@
 //! `kv shell`: many operations in one process. One command per stdin line,
 //! one result line per command (a scan prints its pairs, then `end N`);
-//! a failing command prints `error: ...` and the shell goes on.
+//! a failing command prints `error: ...` and the shell goes on. Arguments
+//! use the TSV escapes (`\x20` for a space in a key), as the output does.
 
 use std::io::BufRead;
 
@@ -50,12 +51,12 @@ fn command(db: &Db, out: &mut Out, line: &str) -> Result<(), Fail> {
         "put" => {
             args(2)?;
             let (k, v) = (a.unwrap_or_default(), b.unwrap_or_default());
-            db.put(&out.key(k)?, &out.value(v)?)?;
+            db.put(&out.escaped(true, k)?, &out.escaped(false, v)?)?;
             reply(out, "ok", json!({"ok": true}))
         }
         "get" => {
             args(1)?;
-            match db.get(&out.key(a.unwrap_or_default())?)? {
+            match db.get(&out.escaped(true, a.unwrap_or_default())?)? {
                 Some(v) => {
                     let v = out.show_value(&v)?;
                     reply(out, &v, json!({"found": true, "value": v}))
@@ -65,7 +66,7 @@ fn command(db: &Db, out: &mut Out, line: &str) -> Result<(), Fail> {
         }
         "delete" => {
             args(1)?;
-            let d = db.delete(&out.key(a.unwrap_or_default())?)?;
+            let d = db.delete(&out.escaped(true, a.unwrap_or_default())?)?;
             reply(
                 out,
                 if d { "ok" } else { "not found" },
@@ -74,7 +75,10 @@ fn command(db: &Db, out: &mut Out, line: &str) -> Result<(), Fail> {
         }
         "scan" => {
             args(1)?;
-            let p = a.map(|p| out.key(p)).transpose()?.unwrap_or_default();
+            let p = a
+                .map(|p| out.escaped(true, p))
+                .transpose()?
+                .unwrap_or_default();
             let bounds = (std::ops::Bound::Included(p.clone()), prefix_end(&p));
             let jsonl = out.json;
             let n = each_pair(db, &bounds, false, usize::MAX, |k, v| out.pair(k, v, jsonl))?;
