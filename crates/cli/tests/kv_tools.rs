@@ -155,6 +155,21 @@ fn bad_input_exits_2_and_not_found_exits_1() {
     let o = kv(&db, &["--create", "import", "/nonexistent/in.tsv"], b"");
     assert_eq!(o.status.code(), Some(2));
     assert!(!db.exists());
+    // So is a bad key argument.
+    let o = kv(
+        &db,
+        &["--create", "--key-format", "hex", "put", "0g", "v"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!db.exists());
+    let o = kv(
+        &db,
+        &["--create", "--key-format", "hex", "scan", "--from", "0"],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!db.exists());
     ok(&kv(&db, &["--create", "put", "k", "v"], b""));
     assert_eq!(kv(&db, &["get", "nope"], b"").status.code(), Some(1));
     assert_eq!(kv(&db, &["delete", "nope"], b"").status.code(), Some(1));

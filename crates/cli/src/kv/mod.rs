@@ -261,13 +261,14 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
         key: args.key_format,
         value: args.value_format,
     };
-    // The input is opened first, so a missing file creates no store.
+    let mut out = ops::Out::new(codec, args.json);
+    // Arguments and the import input are checked first: bad input creates no store.
+    check_args(&args.cmd, &out)?;
     let input = match &args.cmd {
         KvCmd::Import(a) => Some(import::open_input(a)?),
         _ => None,
     };
     let db = open(&args)?;
-    let mut out = ops::Out::new(codec, args.json);
     let found = match &args.cmd {
         KvCmd::Put { key, value } => ops::put(&db, &mut out, key, value)?,
         KvCmd::Get { key } => ops::get(&db, &mut out, key)?,
@@ -293,4 +294,18 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Decodes every key and value argument once, to fail before opening the store.
+fn check_args(cmd: &KvCmd, out: &ops::Out) -> Result<(), Fail> {
+    match cmd {
+        KvCmd::Put { key, value } => out.key(key).and(out.value(value)).map(drop),
+        KvCmd::Get { key } | KvCmd::Delete { key } => out.key(key).map(drop),
+        KvCmd::Count { prefix: Some(p) }
+        | KvCmd::Export {
+            prefix: Some(p), ..
+        } => out.key(p).map(drop),
+        KvCmd::Scan(s) => s.check(out),
+        _ => Ok(()),
+    }
 }

@@ -40,6 +40,15 @@ pub struct ScanArgs {
     limit: Option<usize>,
 }
 
+impl ScanArgs {
+    pub fn check(&self, out: &Out) -> Result<(), Fail> {
+        for k in [&self.prefix, &self.from, &self.to].into_iter().flatten() {
+            out.key(k)?;
+        }
+        Ok(())
+    }
+}
+
 /// Buffered stdout that knows how keys and values are written.
 pub struct Out {
     pub codec: Codec,
