@@ -127,7 +127,7 @@ fn hex_encode(bytes: &[u8], out: &mut String) {
 }
 
 fn hex_decode(s: &[u8]) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("hex {:?}: odd number of digits", lossy(s)));
     }
     let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
@@ -156,7 +156,7 @@ fn b64_encode(bytes: &[u8], out: &mut String) {
 
 fn b64_decode(s: &[u8]) -> Result<Vec<u8>, String> {
     let bad = || format!("base64 {:?}: not valid base64", lossy(s));
-    if s.len() % 4 != 0 {
+    if !s.len().is_multiple_of(4) {
         return Err(bad());
     }
     let mut out = Vec::with_capacity(s.len() / 4 * 3);

@@ -88,7 +88,7 @@ impl Progress {
                 b.set_position(bytes);
                 b.set_message(format!("{pairs} pairs"));
             }
-            None if pairs % 100_000 == 0 => eprintln!("import: {pairs} pairs"),
+            None if pairs.is_multiple_of(100_000) => eprintln!("import: {pairs} pairs"),
             None => {}
         }
     }
