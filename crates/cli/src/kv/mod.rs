@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod codec;
+mod import;
+mod ops;
+mod shell;
+
 use clap::{Args, Subcommand, ValueEnum};
 use flashkv_device::{presets, DataStore, SimDevice};
 use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
@@ -45,6 +50,15 @@ pub struct KvArgs {
     #[arg(long, default_value = "lru",
           value_parser = clap::builder::PossibleValuesParser::new(flashkv_engine::POLICY_NAMES))]
     policy: String,
+    /// How keys are written in arguments, output and imports.
+    #[arg(long, value_enum, default_value = "utf8", global = true)]
+    key_format: codec::Format,
+    /// How values are written in arguments, output and imports.
+    #[arg(long, value_enum, default_value = "utf8", global = true)]
+    value_format: codec::Format,
+    /// Print only JSON on stdout: one object, or one per line for scan/export.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     cmd: KvCmd,
 }
@@ -67,26 +81,31 @@ enum KvCmd {
     Get { key: String },
     /// Remove KEY (exit 1 if absent).
     Delete { key: String },
-    /// Print key<TAB>value lines in key order.
-    Scan {
-        /// First key (inclusive).
+    /// Print key<TAB>value lines in key order (escaped; see --key-format).
+    Scan(ops::ScanArgs),
+    /// Print how many keys there are (under --prefix).
+    Count {
+        /// Only keys starting with this.
         #[arg(long)]
-        from: Option<String>,
-        /// Last key (exclusive).
-        #[arg(long)]
-        to: Option<String>,
-        /// Descending order.
-        #[arg(long)]
-        reverse: bool,
-        /// At most this many pairs.
-        #[arg(long)]
-        limit: Option<usize>,
+        prefix: Option<String>,
     },
-    /// Print the store's counters.
+    /// Write every pair (under --prefix) to stdout, in a form `kv import` reads back.
+    Export {
+        /// Only keys starting with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        #[arg(long, value_enum, default_value = "tsv")]
+        output_format: ops::TextFormat,
+    },
+    /// Load pairs from FILE (or stdin, `-`) in batched commits, then flush.
+    Import(import::ImportArgs),
+    /// Print what the store holds (keys, pages, file size) and its counters.
     Stats,
+    /// Read commands from stdin, one per line, in one process (see the README).
+    Shell,
 }
 
-enum Fail {
+pub(crate) enum Fail {
     Usage(String),
     Run(String),
 }
@@ -231,86 +250,62 @@ fn lock(file: &std::fs::File, path: &Path, wait: f64) -> Result<(), Fail> {
     }
 }
 
+impl From<std::io::Error> for Fail {
+    fn from(e: std::io::Error) -> Self {
+        Fail::Run(e.to_string())
+    }
+}
+
 fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
-    let db = open(&args)?;
-    let code = match &args.cmd {
-        KvCmd::Put { key, value } => {
-            db.put(key.as_bytes(), value.as_bytes())?;
-            ExitCode::SUCCESS
-        }
-        KvCmd::Get { key } => match db.get(key.as_bytes())? {
-            Some(v) => {
-                println!("{}", String::from_utf8_lossy(&v));
-                ExitCode::SUCCESS
-            }
-            None => ExitCode::from(1),
-        },
-        KvCmd::Delete { key } => {
-            if db.delete(key.as_bytes())? {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        KvCmd::Scan {
-            from,
-            to,
-            reverse,
-            limit,
-        } => {
-            use std::ops::Bound;
-            let lo = from
-                .as_deref()
-                .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
-            let hi = to
-                .as_deref()
-                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
-            let pairs = db.scan_dir((lo, hi), *reverse, limit.unwrap_or(usize::MAX))?;
-            let mut out = String::new();
-            for (k, v) in pairs {
-                out.push_str(&String::from_utf8_lossy(&k));
-                out.push('\t');
-                out.push_str(&String::from_utf8_lossy(&v));
-                out.push('\n');
-            }
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
-        KvCmd::Stats => {
-            let s = db.stats();
-            println!("store\t{}", s.store_kind);
-            println!("policy\t{}", s.policy);
-            println!(
-                "buffer hits / misses\t{} / {}",
-                s.buffer.hits, s.buffer.misses
-            );
-            println!(
-                "evictions dirty / clean\t{} / {}",
-                s.buffer.dirty_evictions, s.buffer.clean_evictions
-            );
-            println!(
-                "page reads / writes\t{} / {}",
-                s.store.page_reads, s.store.page_writes
-            );
-            println!(
-                "log sector reads / writes\t{} / {}",
-                s.store.log_reads, s.store.log_writes
-            );
-            println!("merges / erases\t{} / {}", s.store.merges, s.store.erases);
-            for (name, r) in [("data", s.data_io), ("wal", s.wal_io), ("meta", s.meta_io)] {
-                println!(
-                    "{name} I/O reads / writes / erases\t{} / {} / {}",
-                    r.reads, r.writes, r.erases
-                );
-            }
-            println!(
-                "device reads / writes / erases\t{} / {} / {}",
-                s.device.host_reads, s.device.host_writes, s.device.block_erases
-            );
-            ExitCode::SUCCESS
-        }
+    let codec = codec::Codec {
+        key: args.key_format,
+        value: args.value_format,
     };
+    let mut out = ops::Out::new(codec, args.json);
+    // Arguments and the import input are checked first: bad input creates no store.
+    check_args(&args.cmd, &out)?;
+    let input = match &args.cmd {
+        KvCmd::Import(a) => Some(import::open_input(a)?),
+        _ => None,
+    };
+    let db = open(&args)?;
+    let found = match &args.cmd {
+        KvCmd::Put { key, value } => ops::put(&db, &mut out, key, value)?,
+        KvCmd::Get { key } => ops::get(&db, &mut out, key)?,
+        KvCmd::Delete { key } => ops::delete(&db, &mut out, key)?,
+        KvCmd::Scan(s) => ops::scan(&db, &mut out, s)?,
+        KvCmd::Count { prefix } => ops::count(&db, &mut out, prefix.as_deref())?,
+        KvCmd::Export {
+            prefix,
+            output_format,
+        } => ops::export(&db, &mut out, prefix.as_deref(), *output_format)?,
+        KvCmd::Import(a) => {
+            let input = input.expect("opened above for import");
+            import::run(&db, &mut out, a, input)?
+        }
+        KvCmd::Stats => ops::stats(&db, &mut out, &args.db)?,
+        KvCmd::Shell => shell::run(&db, &mut out)?,
+    };
+    out.finish()?;
     // Make the change durable and leave a checkpoint behind.
     db.close()?;
-    Ok(code)
+    Ok(if found {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Decodes every key and value argument once, to fail before opening the store.
+fn check_args(cmd: &KvCmd, out: &ops::Out) -> Result<(), Fail> {
+    match cmd {
+        KvCmd::Put { key, value } => out.key(key).and(out.value(value)).map(drop),
+        KvCmd::Get { key } | KvCmd::Delete { key } => out.key(key).map(drop),
+        KvCmd::Count { prefix: Some(p) }
+        | KvCmd::Export {
+            prefix: Some(p), ..
+        } => out.key(p).map(drop),
+        KvCmd::Scan(s) => s.check(out),
+        _ => Ok(()),
+    }
 }
