@@ -476,6 +476,14 @@ impl Db {
         Ok(self.into_device())
     }
 
+    /// Checkpoints and returns the device and the log device, if the store
+    /// has one ([`Db::open_with_log`]).
+    pub fn close_with_log(self) -> Result<(Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>)> {
+        self.checkpoint()?;
+        let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok((c.disk.dev, c.disk.log))
+    }
+
     /// Returns the device as it is, without writing anything (for crash tests).
     pub fn into_device(self) -> Box<dyn BlockDevice> {
         let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());

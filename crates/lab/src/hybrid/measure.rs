@@ -17,36 +17,59 @@ use crate::oltp::{self, Kind};
 /// Page size: Oracle's default 8 KB block, the seed's typical request.
 const PAGE: u32 = 8192;
 
-/// Loads the database onto `dev` (with a buffer that holds it) and checkpoints.
+/// Loads the database onto `dev` (with a buffer that holds it, and its log
+/// on `log` if given) and checkpoints.
 fn load(
     dev: Box<dyn BlockDevice>,
+    log: Option<Box<dyn BlockDevice>>,
     size: Size,
     seed: u64,
-) -> Result<(Box<dyn BlockDevice>, u64), LabError> {
-    let db = Db::open(
-        dev,
-        Options {
-            page_size: PAGE,
-            ..Options::default()
-        }
-        .buffer_pages(1 << 16),
-    )?;
+) -> Result<(Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>, u64), LabError> {
+    let opts = Options {
+        page_size: PAGE,
+        ..Options::default()
+    }
+    .buffer_pages(1 << 16);
+    let db = match log {
+        Some(log) => Db::open_with_log(dev, log, opts)?,
+        None => Db::open(dev, opts)?,
+    };
     oltp::load(&db, size.scale, &mut SmallRng::seed_from_u64(seed))?;
     let pages = db.stats().pages_allocated;
-    Ok((db.close()?, pages))
+    let (dev, log) = db.close_with_log()?;
+    Ok((dev, log, pages))
 }
 
-/// Runs the workload on one configuration with `ssd-lowend` as the SSD.
+/// How a configuration is set up besides its data device.
+#[derive(Clone, Copy)]
+pub struct Setup<'a> {
+    /// The SSD (of the SSD configuration and the hybrid).
+    pub ssd: &'a DeviceSpec,
+    /// The hybrid's policy.
+    pub policy: &'a flashkv_hybrid::Options,
+    /// The database's log on a disk of its own (an `hdd-7200`), as in the
+    /// seed's set-up; otherwise on the device under test.
+    pub log_disk: bool,
+    /// Where the hybrid's SSD keeps its data: an unlinked file there
+    /// instead of memory (its circular log fills the whole SSD, 2 GiB for
+    /// `ssd-lowend`, before it reclaims anything).
+    pub scratch: Option<&'a Path>,
+}
+
+/// Runs the workload on one configuration with `ssd-lowend` as the SSD and
+/// the log on the device under test.
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
-    let hybrid = flashkv_hybrid::Options::default();
-    measure_on(
-        config,
-        size,
-        seed,
-        &presets::get("ssd-lowend")?,
-        &hybrid,
-        None,
-    )
+    let (ssd, policy) = (
+        presets::get("ssd-lowend")?,
+        flashkv_hybrid::Options::default(),
+    );
+    let setup = Setup {
+        ssd: &ssd,
+        policy: &policy,
+        log_disk: false,
+        scratch: None,
+    };
+    measure_on(config, size, seed, setup)
 }
 
 /// `ssd-lowend` merging 512 KiB blocks instead of 2 MiB: random 4 KB writes
@@ -61,37 +84,37 @@ pub fn smaller_blocks() -> Result<DeviceSpec, LabError> {
     Ok(spec)
 }
 
-/// Runs the workload on one configuration with `ssd` as the SSD and the
-/// hybrid's `policy`. With `scratch`, the hybrid's SSD keeps its data in an
-/// unlinked file there instead of memory: its circular log fills the whole
-/// SSD (2 GiB for `ssd-lowend`) before it reclaims anything.
-pub fn measure_on(
-    config: Config,
-    size: Size,
-    seed: u64,
-    ssd: &DeviceSpec,
-    policy: &flashkv_hybrid::Options,
-    scratch: Option<&Path>,
-) -> Result<Run, LabError> {
+/// Runs the workload on one configuration set up as `setup` says.
+pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Run, LabError> {
     let home = match config {
-        Config::Ssd => SimDevice::new(ssd)?,
+        Config::Ssd => SimDevice::new(setup.ssd)?,
         _ => presets::open("hdd-7200")?,
     };
-    let (home, pages) = load(Box::new(home), size, seed)?;
+    let log: Option<Box<dyn BlockDevice>> = match setup.log_disk {
+        true => Some(Box::new(presets::open("hdd-7200")?)),
+        false => None,
+    };
+    let (home, log, pages) = load(Box::new(home), log, size, seed)?;
     let (home, home_trace) = Recorder::new(home);
     let mut traces = vec![(
         if config == Config::Ssd { "ssd" } else { "hdd" },
         home_trace,
     )];
+    let log = log.map(|l| {
+        let (l, t) = Recorder::new(l);
+        traces.push(("log", t));
+        Box::new(l) as Box<dyn BlockDevice>
+    });
     let (top, hybrid): (Shared<Box<dyn BlockDevice>>, _) = match config {
         Config::Hybrid => {
-            let store = match scratch {
-                Some(dir) => DataStore::scratch_file(dir, ssd.capacity)?,
+            let store = match setup.scratch {
+                Some(dir) => DataStore::scratch_file(dir, setup.ssd.capacity)?,
                 None => DataStore::default(),
             };
-            let (ssd, ssd_trace) = Recorder::new(Box::new(SimDevice::with_store(ssd, store)?));
+            let ssd = SimDevice::with_store(setup.ssd, store)?;
+            let (ssd, ssd_trace) = Recorder::new(Box::new(ssd));
             traces.insert(0, ("ssd", ssd_trace));
-            let h = HybridDevice::create(Box::new(ssd), Box::new(home), policy.clone())
+            let h = HybridDevice::create(Box::new(ssd), Box::new(home), setup.policy.clone())
                 .map_err(DeviceError::from)?;
             let h = Shared::new(h);
             (
@@ -102,10 +125,11 @@ pub fn measure_on(
         _ => (Shared::new(Box::new(home) as Box<dyn BlockDevice>), None),
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
-    let db = Db::open(
-        Box::new(top.clone()),
-        Options::default().buffer_pages(buffer).sync(true),
-    )?;
+    let opts = Options::default().buffer_pages(buffer).sync(true);
+    let db = match log {
+        Some(log) => Db::open_with_log(Box::new(top.clone()), log, opts)?,
+        None => Db::open(Box::new(top.clone()), opts)?,
+    };
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x7c);
     for _ in 0..size.warmup {
         Kind::pick(&mut rng).run(&db, size.scale, &mut rng)?;
@@ -114,11 +138,12 @@ pub fn measure_on(
     for (_, t) in &traces {
         t.lock().unwrap().on = true;
     }
-    let t0 = top.lock().clock();
+    // The host's clock: with a log disk, the later of it and the data device.
+    let t0 = db.stats().device_clock_ns;
     for _ in 0..size.transactions {
         Kind::pick(&mut rng).run(&db, size.scale, &mut rng)?;
     }
-    let t1 = top.lock().clock();
+    let t1 = db.stats().device_clock_ns;
     let seconds = (t1 - t0) as f64 / 1e9;
     let count = |w: bool| {
         traces
@@ -172,6 +197,7 @@ pub fn measure_on(
             ssd_read_hit_ratio,
         },
         devices,
+        log_disk: setup.log_disk,
         seconds,
         end: t1,
         write_back,

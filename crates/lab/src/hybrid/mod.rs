@@ -15,7 +15,7 @@ mod measure;
 mod record;
 mod report;
 
-pub use measure::{measure, measure_on, smaller_blocks};
+pub use measure::{measure, measure_on, smaller_blocks, Setup};
 pub use record::{Io, Recorder, Shared, SharedTrace};
 
 /// The seed's Table 1, transactions per second.
@@ -111,6 +111,8 @@ pub struct Run {
     pub write_back: Option<WriteBack>,
     /// Bytes of pages the loaded database takes.
     pub db_bytes: u64,
+    /// The database's log was on a disk of its own (the seed's set-up).
+    pub log_disk: bool,
 }
 
 /// What the hybrid's flush worker wrote back during the measurement, the
@@ -140,16 +142,20 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
         },
     );
     let mut jobs = vec![
-        (Config::Hdd, &lowend, &policy),
-        (Config::Ssd, &lowend, &policy),
-        (Config::Hybrid, &lowend, &policy),
+        (Config::Hdd, &lowend, &policy, false),
+        (Config::Ssd, &lowend, &policy, false),
+        (Config::Hybrid, &lowend, &policy, false),
     ];
     // What-ifs for the summary, skipped in quick runs: an SSD with cheaper
     // random writes (the hybrid only appends to its SSD, so the block size
     // hardly changes it), and the hybrid without promotion, as the seed's.
     if !opts.quick {
-        jobs.push((Config::Ssd, &blocks, &policy));
-        jobs.push((Config::Hybrid, &lowend, &no_promotion));
+        jobs.push((Config::Ssd, &blocks, &policy, false));
+        jobs.push((Config::Hybrid, &lowend, &no_promotion, false));
+        // The seed's set-up: the database's log on a disk of its own.
+        for c in [Config::Hdd, Config::Ssd, Config::Hybrid] {
+            jobs.push((c, &lowend, &policy, true));
+        }
     }
     // One at a time, and the hybrid's SSD data in a scratch file: each run
     // holds its database in memory (and, while loading, a second copy in the
@@ -158,7 +164,15 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
     let scratch = opts.dir("hybrid")?;
     let mut runs = jobs
         .into_iter()
-        .map(|(c, ssd, p)| measure_on(c, size, seed, ssd, p, Some(&scratch)))
+        .map(|(c, ssd, policy, log_disk)| {
+            let setup = Setup {
+                ssd,
+                policy,
+                log_disk,
+                scratch: Some(&scratch),
+            };
+            measure_on(c, size, seed, setup)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let what_if = runs.split_off(3);
     report::write(opts, size, &runs, &what_if)

@@ -93,11 +93,30 @@ fn plots(dir: &std::path::Path, runs: &[Run]) -> Result<(), LabError> {
 /// The what-ifs: an SSD with smaller blocks against the HDD and the hybrid,
 /// and the hybrid without promotion; empty when they were not run.
 fn what_if_lines(what_if: &[Run], hdd: f64, ssd: f64, y: f64) -> String {
-    let (Some(s), Some(np)) = (
-        what_if.iter().find(|r| r.row.config == Config::Ssd),
-        what_if.iter().find(|r| r.row.config == Config::Hybrid),
-    ) else {
+    let find = |c: Config, log_disk: bool| {
+        what_if
+            .iter()
+            .find(|r| r.row.config == c && r.log_disk == log_disk)
+    };
+    let (Some(s), Some(np)) = (find(Config::Ssd, false), find(Config::Hybrid, false)) else {
         return String::new();
+    };
+    let own_log = match (
+        find(Config::Hdd, true),
+        find(Config::Ssd, true),
+        find(Config::Hybrid, true),
+    ) {
+        (Some(h), Some(s), Some(y)) => {
+            let (h, s, y) = (h.row.tps, s.row.tps, y.row.tps);
+            format!(
+                "With the database's log on a disk of its own (an `hdd-7200`), as in the seed's set-up: HDD {h:.2}, SSD {s:.2}, hybrid {y:.2} TPS; the hybrid {:.2}x the HDD and {:.2}x the SSD (seed 3.00x, 1.31x), the SSD {:.2}x the HDD (seed {:.2}x). The SSD stays behind the HDD: every page the engine writes back is a random 8 KiB write that `ssd-lowend`'s block-mapped FTL turns into a 2 MiB merge; the seed's drive of 2010 had log blocks (a hybrid-mapped FTL), which this model has not.\n",
+                y / h,
+                y / s,
+                s / h,
+                seed_tps(Config::Ssd) / seed_tps(Config::Hdd),
+            )
+        }
+        _ => String::new(),
     };
     let (s, np) = (s.row.tps, &np.row);
     let promotion = format!(
@@ -107,7 +126,7 @@ fn what_if_lines(what_if: &[Run], hdd: f64, ssd: f64, y: f64) -> String {
         np.tps / ssd,
         np.ssd_read_hit_ratio,
     );
-    promotion + &format!(
+    own_log + &promotion + &format!(
         "What if the SSD merged 512 KiB blocks instead of 2 MiB (random 4 KB writes about 3x cheaper, ~95/s, faster than the HDD's 72/s): SSD {s:.2} TPS ({:.2}x the HDD; seed {:.2}x); the hybrid, which only appends to its SSD, would be {:.2}x that SSD (seed {:.2}x).\n",
         s / hdd,
         seed_tps(Config::Ssd) / seed_tps(Config::Hdd),
