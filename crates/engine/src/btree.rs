@@ -15,6 +15,8 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 
+use serde::Serialize;
+
 use crate::buffer::BufferPool;
 use crate::error::{corrupt, Error, Result};
 use crate::io::Disk;
@@ -32,6 +34,24 @@ const OVERFLOW_CELL: usize = 13;
 
 /// A key and its value.
 pub(crate) type Pair = (Vec<u8>, Vec<u8>);
+
+/// The shape of the tree, from a walk of all of it ([`crate::Db::shape`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Shape {
+    /// Levels from the root to the leaves (1: the root is a leaf).
+    pub height: u32,
+    pub keys: u64,
+    pub leaf_pages: u64,
+    pub internal_pages: u64,
+    /// Pages holding values too large for a leaf.
+    pub overflow_pages: u64,
+    /// Pages on the free list, reused before the store grows.
+    pub free_pages: u64,
+    /// Pages allocated in the page store (all of the above).
+    pub pages: u64,
+    /// Share of the leaves' cell space in use (0..=1).
+    pub leaf_fill: f64,
+}
 
 /// Tree state persisted with every log record and checkpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -349,6 +369,61 @@ impl Tree<'_> {
                 return Err(corrupt("tree too deep"));
             }
         }
+    }
+
+    /// Walks the whole tree and the free list.
+    pub fn shape(&mut self) -> Result<Shape> {
+        let ps = self.store.page_size();
+        let mut sh = Shape {
+            pages: self.meta.next_page,
+            ..Shape::default()
+        };
+        let (mut used, mut level) = (0u64, vec![self.meta.root]);
+        while !level.is_empty() {
+            sh.height += 1;
+            if sh.height as usize > MAX_DEPTH {
+                return Err(corrupt("tree too deep"));
+            }
+            let mut next = Vec::new();
+            for id in level {
+                let p = self.page(id)?;
+                match p.kind() {
+                    Kind::Internal => {
+                        sh.internal_pages += 1;
+                        next.push(p.next());
+                        for i in 0..p.len() {
+                            next.push(child_at(p, i)?);
+                        }
+                    }
+                    Kind::Leaf => {
+                        sh.leaf_pages += 1;
+                        sh.keys += p.len() as u64;
+                        used += p.used() as u64;
+                        let cells: Vec<Vec<u8>> = (0..p.len()).map(|i| p.val(i).to_vec()).collect();
+                        for c in cells
+                            .iter()
+                            .filter(|c| c.first() == Some(&1) && c.len() == OVERFLOW_CELL)
+                        {
+                            let len =
+                                u32::from_le_bytes(c[1..5].try_into().expect("4 bytes")) as usize;
+                            sh.overflow_pages += len.div_ceil(Page::overflow_capacity(ps)) as u64;
+                        }
+                    }
+                    _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+                }
+            }
+            level = next;
+        }
+        let mut id = self.meta.free_head;
+        while id != NO_PAGE {
+            sh.free_pages += 1;
+            if sh.free_pages > self.meta.next_page {
+                return Err(corrupt("free list loops"));
+            }
+            id = self.page(id)?.next();
+        }
+        sh.leaf_fill = used as f64 / (sh.leaf_pages.max(1) * Page::capacity(ps) as u64) as f64;
+        Ok(sh)
     }
 
     /// Leaf at the left (`rightmost == false`) or right edge of the tree.

@@ -6,7 +6,7 @@ use std::sync::{RwLock, RwLockWriteGuard};
 
 use flashkv_device::{BlockDevice, DeviceStats};
 
-use crate::btree::{self, Meta, Tree};
+use crate::btree::{self, Meta, Shape, Tree};
 use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, Error, Result};
 use crate::file::{self, Mode};
@@ -450,6 +450,13 @@ impl Db {
             prefix_end(prefix),
             false,
         )
+    }
+
+    /// The tree's height, keys, pages by kind, free pages and leaf fill,
+    /// from a walk of every page (reads the whole store).
+    pub fn shape(&self) -> Result<Shape> {
+        let mut c = self.lock()?;
+        c.read(|t| t.shape())
     }
 
     /// Makes every write so far durable.

@@ -122,7 +122,7 @@ mod store;
 mod superblock;
 mod wal;
 
-pub use btree::{MAX_KEY, MAX_VALUE};
+pub use btree::{Shape, MAX_KEY, MAX_VALUE};
 pub use buffer::BufferStats;
 pub use db::{BatchOp, Db, Stats, WriteBatch};
 pub use error::{Error, Result};

@@ -147,6 +147,14 @@ fn deleting_everything_gives_the_pages_back() {
                 db.put(k, &[9u8; 120]).unwrap();
             }
             let full = db.stats().pages_allocated;
+            let shape = db.shape().unwrap();
+            assert_eq!(shape.keys, db.range(..).count() as u64);
+            assert!(shape.height >= 2 && shape.leaf_pages > 100, "{shape:?}");
+            assert_eq!(
+                shape.leaf_pages + shape.internal_pages + shape.free_pages,
+                full
+            );
+            assert!(shape.leaf_fill > 0.4 && shape.leaf_fill <= 1.0, "{shape:?}");
             keys.sort();
             keys.dedup();
             if batched {
@@ -161,6 +169,17 @@ fn deleting_everything_gives_the_pages_back() {
                 }
             }
             assert_eq!(db.range(..).count(), 0);
+            let shape = db.shape().unwrap();
+            assert_eq!(
+                (shape.keys, shape.height, shape.leaf_pages),
+                (0, 1, 1),
+                "{kind:?}: {shape:?}"
+            );
+            assert_eq!(shape.pages, full, "{kind:?}: {shape:?}");
+            assert!(
+                shape.free_pages + 2 >= full,
+                "{kind:?}: pages not on the free list: {shape:?}"
+            );
             let before = db.stats().buffer;
             assert!(db.scan_dir(.., false, 1).unwrap().is_empty());
             let after = db.stats().buffer;

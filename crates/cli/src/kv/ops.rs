@@ -266,14 +266,34 @@ pub fn export(db: &Db, out: &mut Out, prefix: Option<&str>, f: TextFormat) -> Re
 
 pub fn stats(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
     let file_bytes = std::fs::metadata(path)?.len();
-    let keys = count_keys(db, b"")?;
+    let shape = db.shape()?;
     let s = db.stats();
+    let layout = match db.store_kind() {
+        flashkv_engine::StoreKind::InPlace => "pages written in place".to_string(),
+        flashkv_engine::StoreKind::InPageLogging(g) => format!(
+            "erase units of {} x {} B pages + {} log sectors of 512 B ({})",
+            g.pages_per_unit,
+            g.page_size,
+            g.log_sectors,
+            match g.sectors_per_page {
+                Some(k) => format!("{k} per page"),
+                None => "shared".into(),
+            }
+        ),
+    };
     let io = |r: flashkv_engine::RegionStats| json!([r.reads, r.writes, r.erases]);
     let v = json!({
         "store": s.store_kind,
         "policy": s.policy,
+        "layout": layout,
         "file_bytes": file_bytes,
-        "keys": keys,
+        "keys": shape.keys,
+        "tree_height": shape.height,
+        "leaf_pages": shape.leaf_pages,
+        "internal_pages": shape.internal_pages,
+        "overflow_pages": shape.overflow_pages,
+        "free_pages": shape.free_pages,
+        "leaf_fill": (shape.leaf_fill * 1000.0).round() / 1000.0,
         "pages_allocated": s.pages_allocated,
         "resident_pages": s.resident_pages,
         "buffer_hits": s.buffer.hits,
