@@ -32,6 +32,9 @@ const FILE_MAX: u64 = 64 << 30;
 /// Erase-unit size assumed for in-place stores on devices without one.
 const EMULATED_UNIT: u64 = 128 << 10;
 
+/// A store's device and its log device, if it has one.
+pub type Devices = (Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>);
+
 /// A change in a [`WriteBatch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOp {
@@ -485,7 +488,7 @@ impl Db {
 
     /// Checkpoints and returns the device and the log device, if the store
     /// has one ([`Db::open_with_log`]).
-    pub fn close_with_log(self) -> Result<(Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>)> {
+    pub fn close_with_log(self) -> Result<Devices> {
         self.checkpoint()?;
         let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());
         Ok((c.disk.dev, c.disk.log))

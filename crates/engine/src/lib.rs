@@ -124,7 +124,7 @@ mod wal;
 
 pub use btree::{Shape, MAX_KEY, MAX_VALUE};
 pub use buffer::BufferStats;
-pub use db::{BatchOp, Db, Stats, WriteBatch};
+pub use db::{BatchOp, Db, Devices, Stats, WriteBatch};
 pub use error::{Error, Result};
 pub use io::RegionStats;
 pub use iter::Range;
