@@ -6,7 +6,7 @@ use std::path::Path;
 use flashkv_device::{
     presets, BlockDevice, DataStore, DeviceError, DeviceSpec, ModelSpec, SimDevice,
 };
-use flashkv_engine::{Db, Options};
+use flashkv_engine::{Db, Devices, Options};
 use flashkv_hybrid::HybridDevice;
 use rand::{rngs::SmallRng, SeedableRng};
 
@@ -24,7 +24,7 @@ fn load(
     log: Option<Box<dyn BlockDevice>>,
     size: Size,
     seed: u64,
-) -> Result<(Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>, u64), LabError> {
+) -> Result<(Devices, u64), LabError> {
     let opts = Options {
         page_size: PAGE,
         ..Options::default()
@@ -36,8 +36,7 @@ fn load(
     };
     oltp::load(&db, size.scale, &mut SmallRng::seed_from_u64(seed))?;
     let pages = db.stats().pages_allocated;
-    let (dev, log) = db.close_with_log()?;
-    Ok((dev, log, pages))
+    Ok((db.close_with_log()?, pages))
 }
 
 /// How a configuration is set up besides its data device.
@@ -94,7 +93,7 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
         true => Some(Box::new(presets::open("hdd-7200")?)),
         false => None,
     };
-    let (home, log, pages) = load(Box::new(home), log, size, seed)?;
+    let ((home, log), pages) = load(Box::new(home), log, size, seed)?;
     let (home, home_trace) = Recorder::new(home);
     let mut traces = vec![(
         if config == Config::Ssd { "ssd" } else { "hdd" },
