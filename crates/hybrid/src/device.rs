@@ -348,24 +348,37 @@ impl HybridDevice {
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
         if host && self.opts.promote && self.hot.note(offset, len, len < self.opts.size_threshold) {
-            // Copy in the background, after the host has its data.
-            let mut pt = c.end.max(self.bg_until);
-            for &(i, cnt, slot) in &runs {
-                // A unit cached in part is dirty: a clean copy must not replace it.
-                let mixed = overlays.iter().any(|o| (i..i + cnt).contains(&o.0));
-                if slot.is_some() || mixed || cnt > self.max_record() {
-                    continue;
-                }
-                let part = &buf[(i * s) as usize..((i + cnt) * s) as usize];
-                let ext = vec![(v + i, cnt, 0)];
-                if let Some(pc) = self.append(&mut pt, Kind::Promote, ext, part)? {
-                    self.bg_until = self.bg_until.max(pc.end);
-                    self.st.promotions += 1;
-                    self.st.promoted_bytes += cnt * s;
-                }
-            }
+            self.promote(c.end, v, buf, &runs, &overlays)?;
         }
         Ok(c)
+    }
+
+    /// Copies the HDD runs of a read (units from `v`, data in `buf`) into the
+    /// cache as clean records, in the background after `end`.
+    fn promote(
+        &mut self,
+        end: Nanos,
+        v: u64,
+        buf: &[u8],
+        runs: &[(u64, u64, Option<u64>)],
+        overlays: &[(u64, u64, u8)],
+    ) -> Result<()> {
+        let s = self.layout.sector;
+        let mut pt = end.max(self.bg_until);
+        for &(i, cnt, slot) in runs {
+            // A unit cached in part is dirty: a clean copy must not replace it.
+            let mixed = overlays.iter().any(|o| (i..i + cnt).contains(&o.0));
+            if slot.is_some() || mixed || cnt > self.max_record() {
+                continue;
+            }
+            let part = &buf[(i * s) as usize..((i + cnt) * s) as usize];
+            if let Some(pc) = self.append(&mut pt, Kind::Promote, vec![(v + i, cnt, 0)], part)? {
+                self.bg_until = self.bg_until.max(pc.end);
+                self.st.promotions += 1;
+                self.st.promoted_bytes += cnt * s;
+            }
+        }
+        Ok(())
     }
 
     /// Trims whole mapping units.
