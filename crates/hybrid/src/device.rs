@@ -262,7 +262,10 @@ impl HybridDevice {
         let (first, end) = (offset / u, (offset + len).div_ceil(u));
         let mut t = at;
         let mut span = Span::new(at);
-        let to_ssd = self.router.route(offset, len) == Route::Ssd;
+        // The router sees the units the write touches, as it did when partial
+        // units were read-modify-written: a stream of small appends inside a
+        // unit (a log's) is not a sequential run of whole units.
+        let to_ssd = self.router.route(first * u, (end - first) * u) == Route::Ssd;
         // On the HDD route, units with a dirty cached copy stay in the cache,
         // so the newest copy of a sector is only ever in one place and
         // recovery never replays stale data over newer HDD data.
