@@ -236,24 +236,25 @@ impl FileDevice {
         }
         Ok(())
     }
+}
 
-    /// Deallocates the range; false where the file system cannot.
-    fn punch_hole(&self, offset: u64, len: u64) -> bool {
-        let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-            return false;
-        };
-        // SAFETY: fallocate only reads its integer arguments; the descriptor
-        // is owned by `self.file` and open for the duration of the call.
-        let rc = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off,
-                n,
-            )
-        };
-        rc == 0
-    }
+/// Deallocates `[offset, offset+len)` of `file` (it then reads as zeros,
+/// and the file keeps its length); false where the file system cannot.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> bool {
+    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return false;
+    };
+    // SAFETY: fallocate only reads its integer arguments; the descriptor is
+    // owned by `file` and open for the duration of the call.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            off,
+            n,
+        )
+    };
+    rc == 0
 }
 
 fn no_direct(path: &Path, e: &io::Error) -> String {
@@ -352,7 +353,7 @@ impl BlockDevice for FileDevice {
         self.writable("trim: device opened read-only")?;
         self.geometry.check(offset, len)?;
         let start = self.now();
-        if !self.punch_hole(offset, len) {
+        if !punch_hole(&self.file, offset, len) {
             let zeros = vec![0u8; (len as usize).min(BOUNCE_MAX)];
             let mut pos = offset;
             while pos < offset + len {

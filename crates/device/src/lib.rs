@@ -45,7 +45,7 @@ mod store;
 pub use dram::DramParams;
 pub use error::{DeviceError, Result};
 pub use fault::{FaultDevice, FaultPlan};
-pub use file::{FileDevice, FileOptions};
+pub use file::{punch_hole, FileDevice, FileOptions};
 pub use ftl::{FtlMapping, FtlParams};
 pub use hdd::HddParams;
 pub use latency::Latencies;

@@ -253,20 +253,7 @@ impl BlockDevice for StoreFile {
 /// Gives `[offset, offset+len)` back to the file system (it reads as zeros);
 /// where the file system cannot, writes zeros.
 fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    };
-    // SAFETY: fallocate only reads its integer arguments; the descriptor is
-    // owned by `file` and open for the duration of the call.
-    let rc = unsafe {
-        libc::fallocate(
-            file.as_raw_fd(),
-            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-            off,
-            n,
-        )
-    };
-    if rc == 0 {
+    if flashkv_device::punch_hole(file, offset, len) {
         return Ok(());
     }
     let zeros = vec![0u8; len.min(1 << 20) as usize];
