@@ -25,7 +25,7 @@ pub enum Error {
     NoStore { path: PathBuf },
     #[error("{}: already exists and is not empty; a new store is created only in a missing or empty file", path.display())]
     Exists { path: PathBuf },
-    #[error("{}: the store is open in another {}", path.display(), holder.map_or("process".to_string(), |p| format!("process (pid {p})")))]
+    #[error("{}: the store is open {}", path.display(), holder_text(*holder))]
     Locked { path: PathBuf, holder: Option<u32> },
     #[error("key of {len} bytes is too large (limit {max})")]
     KeyTooLarge { len: usize, max: usize },
@@ -46,6 +46,15 @@ pub enum Error {
     Poisoned,
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Who holds a store's lock, for [`Error::Locked`].
+fn holder_text(holder: Option<u32>) -> String {
+    match holder {
+        Some(pid) if pid == std::process::id() => "elsewhere in this process".into(),
+        Some(pid) => format!("in another process (pid {pid})"),
+        None => "in another process".into(),
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

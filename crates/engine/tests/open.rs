@@ -110,7 +110,7 @@ fn a_second_open_of_a_store_is_locked_out() {
         }
         e => panic!("expected Locked, got {e}"),
     }
-    assert!(e.to_string().contains("another process"), "{e}");
+    assert!(e.to_string().contains("elsewhere in this process"), "{e}");
     drop(db);
     let db = Db::open_path(&path, Options::default()).unwrap();
     assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
