@@ -320,7 +320,8 @@ impl BufferPool {
             count: 0,
             bytes: Vec::new(),
         }) {
-            Change::Ops { count, .. } if *count == u16::MAX => {
+            // Operations outweighing the page are logged as its image.
+            Change::Ops { count, bytes } if *count == u16::MAX || bytes.len() >= f.page.size() => {
                 self.changes.insert(id, Change::Whole);
             }
             Change::Ops { count, bytes } => {
