@@ -559,58 +559,8 @@ impl Tree<'_> {
             self.remove_child(&path[..path.len() - 1], key)?;
             self.free_page(leaf)?;
             self.shrink_root()?;
-        } else if path.len() > 1 {
-            self.merge_underfull(&path, key)?;
         }
         Ok(true)
-    }
-
-    /// Merges the leaf at the end of `path` with a sibling under the same
-    /// parent when it is less than a quarter full and both fit one page:
-    /// the right one's cells join the left one, which takes its place in
-    /// the leaf chain, and the right one's page is freed.
-    fn merge_underfull(&mut self, path: &[PageId], key: &[u8]) -> Result<()> {
-        let (leaf, parent) = (path[path.len() - 1], path[path.len() - 2]);
-        let cap = Page::capacity(self.store.page_size());
-        if self.page(leaf)?.used() * 4 >= cap {
-            return Ok(());
-        }
-        let p = self.page(parent)?.clone();
-        let at = child_index(&p, key);
-        let child = |i: usize| {
-            if i == 0 {
-                Ok(p.next())
-            } else {
-                child_at(&p, i - 1)
-            }
-        };
-        // The leaf with its left sibling, else with its right one, if they fit one page.
-        let pairs = [(at > 0).then(|| at - 1), (at < p.len()).then_some(at)];
-        let mut found = None;
-        for left_at in pairs.into_iter().flatten() {
-            let (left, right) = (child(left_at)?, child(left_at + 1)?);
-            let (l, r) = (self.page(left)?.clone(), self.page(right)?.clone());
-            if l.kind() == Kind::Leaf && r.kind() == Kind::Leaf && l.used() + r.used() <= cap {
-                found = Some((left_at + 1, left, right, l, r));
-                break;
-            }
-        }
-        let Some((right_at, left, right, l, r)) = found else {
-            return Ok(());
-        };
-        let separator = p.key(right_at - 1).to_vec();
-        let mut merged = l.clone();
-        for i in 0..r.len() {
-            merged.insert_at(merged.len(), r.key(i), r.val(i));
-        }
-        merged.set_next(r.next());
-        self.put_whole(merged)?;
-        if r.next() != NO_PAGE {
-            self.apply(r.next(), Op::SetPrev(left))?;
-        }
-        self.apply(parent, Op::Delete(separator))?;
-        self.free_page(right)?;
-        self.shrink_root()
     }
 
     /// Joins the siblings of an empty leaf to each other.
