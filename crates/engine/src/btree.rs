@@ -768,16 +768,6 @@ impl Tree<'_> {
             (true, _, Bound::Included(k) | Bound::Excluded(k)) => *self.path(k)?.last().unwrap(),
             (r, _, _) => self.edge_leaf(r)?,
         };
-        let in_lo = |k: &[u8]| match lo {
-            Bound::Included(b) => k >= b,
-            Bound::Excluded(b) => k > b,
-            Bound::Unbounded => true,
-        };
-        let in_hi = |k: &[u8]| match hi {
-            Bound::Included(b) => k <= b,
-            Bound::Excluded(b) => k < b,
-            Bound::Unbounded => true,
-        };
         let mut runs = self.plan_runs(lo, hi, limit)?;
         let mut id = start;
         let mut visited = 0u64;
@@ -800,9 +790,9 @@ impl Tree<'_> {
             for i in idx {
                 let k = p.key(i);
                 let (inside, past) = if reverse {
-                    (in_hi(k), !in_lo(k))
+                    (below(k, hi), !above(k, lo))
                 } else {
-                    (in_lo(k), !in_hi(k))
+                    (above(k, lo), !below(k, hi))
                 };
                 if past {
                     done = true;
@@ -932,17 +922,7 @@ fn overlaps(p: &Page, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
         return true;
     }
     let (first, last) = (p.key(0), p.key(p.len() - 1));
-    let above_lo = match lo {
-        Bound::Included(b) => last >= b,
-        Bound::Excluded(b) => last > b,
-        Bound::Unbounded => true,
-    };
-    let below_hi = match hi {
-        Bound::Included(b) => first <= b,
-        Bound::Excluded(b) => first < b,
-        Bound::Unbounded => true,
-    };
-    above_lo && below_hi
+    above(last, lo) && below(first, hi)
 }
 
 /// Index of the first cell of the right half: about half the bytes each side.
