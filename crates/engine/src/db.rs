@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::{RwLock, RwLockWriteGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use flashkv_device::{BlockDevice, DeviceStats};
 
@@ -271,13 +271,20 @@ impl Db {
         Ok(c)
     }
 
-    /// `get` under the shared lock, when every page it needs is resident:
-    /// `Ok(None)` sends it to the exclusive path.
-    fn get_shared(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+    /// The core under the shared lock, for reads of resident pages; the
+    /// same refusals as [`Db::lock`].
+    fn shared(&self) -> Result<RwLockReadGuard<'_, Core>> {
         let c = self.core.read().map_err(|_| Error::Poisoned)?;
         if c.poisoned {
             return Err(Error::Poisoned);
         }
+        Ok(c)
+    }
+
+    /// `get` under the shared lock, when every page it needs is resident:
+    /// `Ok(None)` sends it to the exclusive path.
+    fn get_shared(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let c = self.shared()?;
         btree::check_key(key, c.store.page_size())?;
         btree::get_resident(&c.pool, &c.meta, key)
     }
@@ -399,10 +406,7 @@ impl Db {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let (lo, hi) = (owned(range.start_bound()), owned(range.end_bound()));
         if limit != usize::MAX {
-            let c = self.core.read().map_err(|_| Error::Poisoned)?;
-            if c.poisoned {
-                return Err(Error::Poisoned);
-            }
+            let c = self.shared()?;
             let bounds = (as_ref(&lo), as_ref(&hi));
             if let Some(pairs) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
                 return Ok(pairs);
