@@ -8,15 +8,21 @@
 //! pages are listed as the batch pins them, and the dirty pages are kept in
 //! an ordered set, where an erase unit's dirty pages are one range (both
 //! page stores number a unit's pages consecutively).
+//!
+//! The pool also knows which pages have an image in the write-ahead log
+//! since the checkpoint ("imaged"), and counts the dirty pages that do not:
+//! a store that overwrites pages logs their images just before writing
+//! them back, and the log keeps room for that many.
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::io::Disk;
 use crate::page::{Kind, Op, Page, PageId};
+use crate::redo;
 use crate::policy::{FrameInfo, FrameView, Policy};
 use crate::store::PageStore;
 
@@ -117,7 +123,14 @@ pub(crate) struct BufferPool {
     index_resident: bool,
     /// Resident internal pages.
     index_pages: usize,
+    /// Pages whose image the write-ahead log holds since the checkpoint.
+    imaged: HashSet<PageId>,
+    /// Dirty pages not in `imaged`.
+    unimaged: usize,
 }
+
+/// Pages per images record: bounds the record's buffer (1 MiB of 4 KiB pages).
+const IMAGES_PER_RECORD: usize = 256;
 
 struct View<'a> {
     frames: &'a HashMap<PageId, Frame>,
@@ -166,7 +179,61 @@ impl BufferPool {
             undo: HashMap::default(),
             index_resident,
             index_pages: 0,
+            imaged: HashSet::default(),
+            unimaged: 0,
         }
+    }
+
+    /// Adds `id` to or removes it from the dirty set, keeping the count
+    /// of dirty pages without an image.
+    fn set_dirty(&mut self, id: PageId, dirty: bool) {
+        let changed = match dirty {
+            true => self.dirty.insert(id),
+            false => self.dirty.remove(&id),
+        };
+        if changed && !self.imaged.contains(&id) {
+            match dirty {
+                true => self.unimaged += 1,
+                false => self.unimaged -= 1,
+            }
+        }
+    }
+
+    /// The log now holds an image of `id` (durably once it is flushed).
+    pub fn mark_imaged(&mut self, id: PageId) {
+        if self.imaged.insert(id) && self.dirty.contains(&id) {
+            self.unimaged -= 1;
+        }
+    }
+
+    pub fn is_imaged(&self, id: PageId) -> bool {
+        self.imaged.contains(&id)
+    }
+
+    /// A new log epoch began: it holds no images yet.
+    pub fn new_epoch(&mut self) {
+        self.imaged.clear();
+        self.unimaged = self.dirty.len();
+    }
+
+    /// Dirty pages whose image is not in the log.
+    pub fn unimaged(&self) -> usize {
+        debug_assert_eq!(
+            self.unimaged,
+            self.dirty.iter().filter(|p| !self.imaged.contains(p)).count(),
+            "count of dirty pages without an image"
+        );
+        self.unimaged
+    }
+
+    /// Whether the pool holds fewer pages than its capacity: pages changed
+    /// now are likely to stay until the next checkpoint.
+    pub fn has_room(&self) -> bool {
+        self.budgeted() < self.capacity
+    }
+
+    pub fn dirty_len(&self) -> usize {
+        self.dirty.len()
     }
 
     /// Frames counted against the capacity.
@@ -258,10 +325,8 @@ impl BufferPool {
 
     /// Brings the dirty set in line with the frame of `id` (or its absence).
     fn note(&mut self, id: PageId) {
-        match self.frames.get(&id) {
-            Some(f) if f.dirty => self.dirty.insert(id),
-            _ => self.dirty.remove(&id),
-        };
+        let dirty = self.frames.get(&id).is_some_and(|f| f.dirty);
+        self.set_dirty(id, dirty);
     }
 
     fn insert(&mut self, id: PageId, page: Page, dirty: bool, pinned: bool) {
@@ -335,7 +400,6 @@ impl BufferPool {
         }
         f.dirty = true;
         f.pinned = true;
-        self.dirty.insert(id);
         if !f.bomb {
             if log_cap == 0 || f.log.len() + op.encoded_len() > log_cap {
                 // Seed 001 §5.2.3: a full log turns the page into a "bomb".
@@ -347,6 +411,7 @@ impl BufferPool {
                 f.records += 1;
             }
         }
+        self.set_dirty(id, true);
         Ok(())
     }
 
@@ -414,7 +479,7 @@ impl BufferPool {
         if let Some(f) = self.frames.remove(&id) {
             self.index_pages -= usize::from(is_index(&f));
             self.policy.forget(id);
-            self.dirty.remove(&id);
+            self.set_dirty(id, false);
         }
     }
 
@@ -494,6 +559,7 @@ impl BufferPool {
     }
 
     fn write(&mut self, store: &mut dyn PageStore, disk: &mut Disk, ids: &[PageId]) -> Result<()> {
+        self.log_images(store, disk, ids.iter().copied())?;
         let lsn = ids.iter().map(|id| self.frames[id].lsn).max().unwrap_or(0);
         disk.barrier(lsn)?;
         let mut taken: Vec<(PageId, Frame)> = ids
@@ -508,8 +574,50 @@ impl BufferPool {
         r
     }
 
-    /// Writes every dirty page, unit by unit; pages stay resident.
+    /// Before a store that overwrites pages writes `ids` back: logs the
+    /// images of those the log holds none of since the checkpoint, in
+    /// records of at most [`IMAGES_PER_RECORD`] pages, and makes them
+    /// durable, so a torn write-back is rebuilt from the log.
+    fn log_images(
+        &mut self,
+        store: &dyn PageStore,
+        disk: &mut Disk,
+        ids: impl Iterator<Item = PageId>,
+    ) -> Result<()> {
+        if !store.overwrites() || disk.journal.is_none() {
+            return Ok(());
+        }
+        let ps = store.page_size();
+        let mut rec = redo::Writer::images(IMAGES_PER_RECORD, ps);
+        let mut pending = Vec::new();
+        for id in ids.filter(|id| !self.imaged.contains(id)) {
+            let f = &self.frames[&id];
+            debug_assert!(f.dirty, "page {id} imaged for write back is dirty");
+            rec.image(&f.page);
+            pending.push(id);
+            if pending.len() == IMAGES_PER_RECORD {
+                let full = std::mem::replace(&mut rec, redo::Writer::images(IMAGES_PER_RECORD, ps));
+                disk.append(redo::IMAGES_RECORD, &full.finish())?;
+            }
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if !rec.is_empty() {
+            disk.append(redo::IMAGES_RECORD, &rec.finish())?;
+        }
+        disk.flush_log()?;
+        for id in pending {
+            self.mark_imaged(id);
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty page, unit by unit; pages stay resident. The
+    /// images the write-back needs are logged first, all together.
     pub fn flush_all(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        let dirty: Vec<PageId> = self.dirty.iter().copied().collect();
+        self.log_images(store, disk, dirty.into_iter())?;
         let mut units: Vec<(u64, PageId)> =
             self.dirty.iter().map(|&p| (store.unit_of(p), p)).collect();
         units.sort_unstable();

@@ -164,6 +164,30 @@ impl Disk {
         Ok(())
     }
 
+    /// Makes the log durable (all records appended so far), and nothing
+    /// else where the log has a device of its own.
+    pub fn flush_log(&mut self) -> Result<()> {
+        let now = self.now();
+        let Some(log) = &mut self.log else {
+            return self.flush();
+        };
+        log.flush_at(now)?;
+        self.flushes += 1;
+        self.synced = self.logged;
+        Ok(())
+    }
+
+    /// Appends a record to the write-ahead log, not yet durable; a no-op
+    /// without a log.
+    pub fn append(&mut self, kind: u8, payload: &[u8]) -> Result<()> {
+        let Some(mut wal) = self.journal.take() else {
+            return Ok(());
+        };
+        let r = wal.append(self, kind, payload);
+        self.journal = Some(wal);
+        r
+    }
+
     /// Appends a record to the write-ahead log and makes it durable; a no-op
     /// without a log (non-durable mode).
     pub fn journal(&mut self, kind: u8, payload: &[u8]) -> Result<()> {

@@ -327,6 +327,20 @@ impl Page {
         }
     }
 
+    /// The page's bytes that hold anything, as `(head, tail)`: bytes
+    /// `..head` (header, slots or payload) and `tail..` (cells); the bytes
+    /// between are free space, which a log image may leave out.
+    pub fn live_spans(&self) -> (usize, usize) {
+        let size = self.size();
+        let (head, tail) = match self.kind() {
+            Kind::Leaf | Kind::Internal => (HEADER + 2 * self.len(), self.u32(8) as usize),
+            Kind::Overflow => (HEADER + self.u32(12) as usize, size),
+            Kind::Free => (HEADER, size),
+        };
+        assert!(head <= tail && tail <= size, "page {}: spans", self.id());
+        (head, tail)
+    }
+
     /// Payload of an overflow page.
     pub fn overflow_data(&self) -> &[u8] {
         &self.buf[HEADER..HEADER + self.u32(12) as usize]

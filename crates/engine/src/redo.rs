@@ -1,18 +1,25 @@
-//! The write-ahead log record of a committed batch.
+//! Write-ahead log records of page changes.
 //!
-//! It holds the tree's state after the batch and, for every page the batch
-//! changed, either the page's whole image or the operations ([`Op`]) the
-//! batch applied to it. A page's first change after a checkpoint is always
-//! an image (as is a page rewritten whole), so recovery rebuilds every page
-//! changed since the checkpoint from the log alone — its image, then the
-//! operations after it, in log order — and never from the page store's
-//! copy, which may be torn or newer than the log. Later changes cost their
-//! operations (a few hundred bytes), not a page.
+//! A batch record holds the tree's state after a committed batch and, for
+//! every page the batch changed, either the page's whole image or the
+//! operations ([`Op`]) the batch applied to it. An images record holds
+//! whole pages only: the images a store that overwrites pages in place
+//! logs just before it overwrites them (torn-page protection, the job of
+//! InnoDB's double-write buffer, done by the log).
 //!
-//! Layout (little endian): root, next page, next auto key, free-list head
-//! (u64 each), entry count (u32), then per entry: tag (0 image, 1
-//! operations), page id (u64), length (u32) and the data: a sealed page
-//! image, or an operation count (u16) and the encoded operations.
+//! Recovery rebuilds a page from its first image in the log since the
+//! checkpoint and the operations after it; a page with operations but no
+//! image was not written since the checkpoint, so the page store's copy is
+//! the state the operations apply to (see `docs/design.md`).
+//!
+//! Batch layout (little endian): root, next page, next auto key, free-list
+//! head (u64 each), entry count (u32), then per entry: tag (0 image, 1
+//! operations, 2 image without free space), page id (u64), length (u32)
+//! and the data: a sealed page image (tag 0, read still), an operation
+//! count (u16) and the encoded operations, or a page's live bytes (tag 2:
+//! u32 head length, the head, the tail; the free space between them comes
+//! back as zeros and the checksum is recomputed). An images record is the
+//! entry count and the entries, all images.
 
 use crate::btree::Meta;
 use crate::error::{corrupt, Result};
@@ -20,9 +27,17 @@ use crate::page::{Op, Page, PageId};
 
 /// Write-ahead log record kind of a batch of images and operations.
 pub(crate) const REDO_RECORD: u8 = 4;
+/// Write-ahead log record kind of page images logged before a write back.
+pub(crate) const IMAGES_RECORD: u8 = 5;
+/// Bytes an images record spends per page beyond the page itself.
+pub(crate) const IMAGE_OVERHEAD: usize = ENTRY_HDR;
+/// Bytes before the entries of an images record.
+pub(crate) const IMAGES_HDR: usize = 4;
 const META_BYTES: usize = 36;
 const IMAGE: u8 = 0;
 const OPS: u8 = 1;
+/// A page image without its free space: u32 head length, head, tail.
+const SPANS: u8 = 2;
 const ENTRY_HDR: usize = 13;
 
 /// What a record says happened to one page.
@@ -37,6 +52,8 @@ pub(crate) enum Entry {
 pub(crate) struct Writer {
     buf: Vec<u8>,
     entries: u32,
+    /// Where the entries start (after the entry count).
+    body_at: usize,
 }
 
 impl Writer {
@@ -46,7 +63,11 @@ impl Writer {
             buf.extend_from_slice(&v.to_le_bytes());
         }
         buf.extend_from_slice(&0u32.to_le_bytes());
-        Writer { buf, entries: 0 }
+        Writer {
+            buf,
+            entries: 0,
+            body_at: META_BYTES,
+        }
     }
 
     fn entry(&mut self, tag: u8, id: PageId, len: usize) {
@@ -56,13 +77,15 @@ impl Writer {
         self.entries += 1;
     }
 
-    /// The whole page, sealed with its checksum.
+    /// The page's image: its live bytes only (the free space between
+    /// slots and cells is left out and comes back as zeros).
     pub fn image(&mut self, p: &Page) {
-        self.entry(IMAGE, p.id(), p.bytes().len());
-        let at = self.buf.len();
-        self.buf.extend_from_slice(p.bytes());
-        let c = crc32c::crc32c(&self.buf[at + 4..]);
-        self.buf[at..at + 4].copy_from_slice(&c.to_le_bytes());
+        let (head, tail) = p.live_spans();
+        let b = p.bytes();
+        self.entry(SPANS, p.id(), 4 + head + b.len() - tail);
+        self.buf.extend_from_slice(&(head as u32).to_le_bytes());
+        self.buf.extend_from_slice(&b[..head]);
+        self.buf.extend_from_slice(&b[tail..]);
     }
 
     /// `count` encoded operations applied to page `id`.
@@ -73,8 +96,29 @@ impl Writer {
     }
 
     pub fn finish(mut self) -> Vec<u8> {
-        self.buf[32..36].copy_from_slice(&self.entries.to_le_bytes());
+        let at = self.body_at - 4;
+        self.buf[at..at + 4].copy_from_slice(&self.entries.to_le_bytes());
         self.buf
+    }
+
+    /// A writer of an images record (no tree state), for about `pages` pages.
+    pub fn images(pages: usize, page_size: usize) -> Writer {
+        let mut buf = Vec::with_capacity(IMAGES_HDR + pages * (page_size + ENTRY_HDR));
+        buf.extend_from_slice(&0u32.to_le_bytes());
+        Writer {
+            buf,
+            entries: 0,
+            body_at: IMAGES_HDR,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Bytes of the record so far.
+    pub fn len(&self) -> usize {
+        self.buf.len()
     }
 }
 
@@ -82,7 +126,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
 }
 
-/// Decodes a record; any malformed byte is a corruption error.
+/// Decodes a batch record; any malformed byte is a corruption error.
 pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
     if b.len() < META_BYTES {
         return Err(corrupt("redo record truncated"));
@@ -93,8 +137,46 @@ pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
         next_auto: u64_at(b, 16),
         free_head: u64_at(b, 24),
     };
-    let n = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")) as usize;
-    let mut rest = &b[META_BYTES..];
+    Ok((meta, decode_entries(&b[32..], page_size)?))
+}
+
+/// Decodes an images record: every entry must be a page image.
+pub(crate) fn decode_images(b: &[u8], page_size: usize) -> Result<Vec<Page>> {
+    decode_entries(b, page_size)?
+        .into_iter()
+        .map(|e| match e {
+            Entry::Image(p) => Ok(p),
+            Entry::Ops(..) => Err(corrupt("images record holds operations")),
+        })
+        .collect()
+}
+
+/// A page from its live spans: head, zeros, tail; sealed anew (the
+/// record's checksum covered the bytes), then validated.
+fn from_spans(data: &[u8], page_size: usize, id: PageId) -> Result<Page> {
+    let bad = || corrupt("redo record page image malformed");
+    let head = u32::from_le_bytes(data.get(..4).ok_or_else(bad)?.try_into().expect("4 bytes"));
+    let rest = &data[4..];
+    let head = head as usize;
+    if head < 4 || head > rest.len() || rest.len() > page_size {
+        return Err(bad());
+    }
+    let mut buf = vec![0u8; page_size].into_boxed_slice();
+    buf[..head].copy_from_slice(&rest[..head]);
+    let tail = rest.len() - head;
+    buf[page_size - tail..].copy_from_slice(&rest[head..]);
+    let c = crc32c::crc32c(&buf[4..]);
+    buf[..4].copy_from_slice(&c.to_le_bytes());
+    Page::from_bytes(buf, id)
+}
+
+/// An entry count (u32) and the entries, filling `b` exactly.
+fn decode_entries(b: &[u8], page_size: usize) -> Result<Vec<Entry>> {
+    if b.len() < 4 {
+        return Err(corrupt("redo record truncated"));
+    }
+    let n = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes")) as usize;
+    let mut rest = &b[4..];
     let mut entries = Vec::with_capacity(n.min(rest.len() / ENTRY_HDR));
     for _ in 0..n {
         if rest.len() < ENTRY_HDR {
@@ -107,6 +189,7 @@ pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
             .ok_or_else(|| corrupt("redo record entry longer than the record"))?;
         entries.push(match tag {
             IMAGE if len == page_size => Entry::Image(Page::from_bytes(data.into(), id)?),
+            SPANS => Entry::Image(from_spans(data, page_size, id)?),
             OPS if len >= 2 => {
                 let count = u16::from_le_bytes([data[0], data[1]]) as usize;
                 Entry::Ops(id, Op::decode_all(&data[2..], count)?)
@@ -118,7 +201,7 @@ pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
     if !rest.is_empty() {
         return Err(corrupt("redo record longer than its entries"));
     }
-    Ok((meta, entries))
+    Ok(entries)
 }
 
 #[cfg(test)]
@@ -153,10 +236,67 @@ mod tests {
         assert_eq!(entries.len(), 2);
     }
 
+    #[test]
+    fn an_image_keeps_every_cell_and_leaves_out_free_space() {
+        let mut page = Page::new(4096, 6, Kind::Leaf);
+        for i in 0..40u8 {
+            page.insert_at(i as usize, &[b'k', i], &[i; 50]);
+        }
+        for _ in 0..25 {
+            page.remove_at(3); // fragmented cells, stale slots in the gap
+        }
+        let mut w = Writer::images(1, 4096);
+        w.image(&page);
+        let rec = w.finish();
+        let (head, tail) = page.live_spans();
+        assert!(tail - head > 1500, "the gap is most of the page");
+        assert_eq!(rec.len(), IMAGES_HDR + IMAGE_OVERHEAD + 4 + head + 4096 - tail);
+        let back = decode_images(&rec, 4096).unwrap().pop().unwrap();
+        assert_eq!(back.len(), page.len());
+        for i in 0..page.len() {
+            assert_eq!((back.key(i), back.val(i)), (page.key(i), page.val(i)));
+        }
+        // An image written whole (tag 0, earlier builds) still decodes.
+        let mut whole = Writer::images(1, 4096);
+        whole.entry(IMAGE, 6, 4096);
+        whole.buf.extend_from_slice(page.clone().seal());
+        let back = decode_images(&whole.finish(), 4096).unwrap().pop().unwrap();
+        assert_eq!(back.bytes(), page.clone().seal());
+    }
+
+    #[test]
+    fn images_roundtrip_and_refuse_operations() {
+        let mut a = Page::new(512, 3, Kind::Leaf);
+        a.insert_at(0, b"x", b"y");
+        let b = Page::new(512, 8, Kind::Internal);
+        let mut w = Writer::images(2, 512);
+        assert!(w.is_empty());
+        w.image(&a);
+        w.image(&b);
+        // Only live bytes: the empty internal page is its header.
+        let live = |p: &Page| p.live_spans().0 + 512 - p.live_spans().1;
+        assert_eq!(
+            w.len(),
+            IMAGES_HDR + 2 * (IMAGE_OVERHEAD + 4) + live(&a) + live(&b)
+        );
+        assert_eq!(live(&b), crate::page::HEADER);
+        let pages = decode_images(&w.finish(), 512).unwrap();
+        assert_eq!(pages.iter().map(Page::id).collect::<Vec<_>>(), [3, 8]);
+        assert_eq!(pages[0].key(0), b"x");
+        // A batch's entries are not an images record.
+        let mut ops = Vec::new();
+        Op::Delete(b"x".to_vec()).encode(&mut ops);
+        let mut w = Writer::new(&meta(), 0);
+        w.ops(3, 1, &ops);
+        let rec = w.finish();
+        assert!(decode_images(&rec[32..], 512).is_err());
+    }
+
     proptest! {
         #[test]
         fn decoder_survives_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
             let _ = decode(&bytes, 512);
+            let _ = decode_images(&bytes, 512);
         }
 
         #[test]

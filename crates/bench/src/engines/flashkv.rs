@@ -13,7 +13,7 @@ use crate::workload::{Key, Value};
 
 /// A batch must fit half the write-ahead log as whole page images (the
 /// default 16 MiB log rejects a 300k-pair batch), so size it to the load.
-const WAL_BYTES_PER_KEY: u64 = 800;
+const WAL_BYTES_PER_KEY: u64 = 2000;
 const MIB: u64 = 1 << 20;
 /// Buffer pool frames: 64 MiB of 4 KiB pages, a cache of the size the peers
 /// keep by default (the engine's default is 256 frames; frames are only

@@ -166,6 +166,12 @@ impl PageStore for InPlace {
     fn log_capacity(&self) -> usize {
         0
     }
+    fn overwrites(&self) -> bool {
+        true
+    }
+    fn journals_writes(&self) -> bool {
+        self.scratch.is_some()
+    }
 
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
         let mut buf = vec![0u8; self.page_size].into_boxed_slice();

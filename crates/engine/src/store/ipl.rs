@@ -450,6 +450,13 @@ impl PageStore for Ipl {
     fn log_capacity(&self) -> usize {
         LOG_SECTOR as usize - LOG_HDR
     }
+    fn overwrites(&self) -> bool {
+        // Pages are appended to (log sectors) or merged out of place.
+        false
+    }
+    fn journals_writes(&self) -> bool {
+        true
+    }
 
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
         let (l, slot) = self.split(id);

@@ -53,6 +53,15 @@ pub(crate) trait PageStore: Send + Sync {
     fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId>;
     /// Bytes of log records one in-page log write holds; 0: the store does not log.
     fn log_capacity(&self) -> usize;
+    /// Whether writing a page overwrites the store's copy, so that a torn
+    /// write destroys it. Such a store's pages are imaged in the
+    /// write-ahead log just before they are written back; the others' on
+    /// their first change after a checkpoint.
+    fn overwrites(&self) -> bool;
+    /// Whether writing pages may append records of the store's own to the
+    /// write-ahead log (unit rewrites, map switches): the log keeps room
+    /// for one per dirty page.
+    fn journals_writes(&self) -> bool;
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;
     /// Pages per run when runs are read in requests of about `bytes` (at least 1).
     fn run_pages(&self, bytes: u64) -> u64;

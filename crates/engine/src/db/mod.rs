@@ -1,4 +1,7 @@
-//! The database: open/recover, the public API, commits and checkpoints.
+//! The database: open, the public API, commits and checkpoints
+//! (recovery is in [`recover`]).
+
+mod recover;
 
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
@@ -14,12 +17,11 @@ use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{as_ref, prefix_end, Range};
 use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
-use crate::page::{Page, PageId, NO_PAGE};
+use crate::page::{PageId, NO_PAGE};
 use crate::redo;
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::Wal;
-use rustc_hash::FxHashSet;
 
 /// Write-ahead log record kind of a committed batch as whole page images
 /// (written by earlier versions; read still).
@@ -119,9 +121,6 @@ struct Core {
     trim_log: bool,
     /// Id of the log device (0: the log is on the store's device).
     log_id: u64,
-    /// Pages whose image is in the log since the last checkpoint: a later
-    /// change of theirs is logged as operations.
-    imaged: FxHashSet<PageId>,
     poisoned: bool,
     commits: u64,
     checkpoints: u64,
@@ -315,7 +314,7 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
         let mut existed = false;
-        c.write_with(1, |t| {
+        c.write_with(1, 1, |t| {
             existed = t.delete(key)?;
             Ok(())
         })?;
@@ -330,7 +329,7 @@ impl Db {
         if c.read(|t| t.get(key))?.is_none() {
             return Err(Error::NotFound);
         }
-        c.write_with(value.len(), |t| t.put(key, value).map(drop))
+        c.write_with(value.len(), 1, |t| t.put(key, value).map(drop))
     }
 
     /// Stores `value` under a new key (the seed's key manager): keys are
@@ -340,7 +339,7 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_value(value)?;
         let mut n = 0;
-        c.write_with(value.len(), |t| {
+        c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
             t.meta.next_auto += 1;
             t.put(&n.to_be_bytes(), value).map(drop)
@@ -363,7 +362,7 @@ impl Db {
                 BatchOp::Delete(k) => btree::check_key(k, ps)?,
             }
         }
-        c.write_with(bytes + batch.ops.len(), |t| {
+        c.write_with(bytes + batch.ops.len(), batch.ops.len(), |t| {
             for op in &batch.ops {
                 match op {
                     BatchOp::Put(k, v) => t.put(k, v).map(drop)?,
@@ -609,7 +608,6 @@ impl Core {
             io: opts.io,
             trim_log: file_len.is_some(),
             log_id: ckpt.log_id,
-            imaged: FxHashSet::default(),
             poisoned: false,
             commits: 0,
             checkpoints: 0,
@@ -620,9 +618,7 @@ impl Core {
             core.store.set_write_size(io.seq_write_bytes);
         }
         let recovered = !records.is_empty();
-        for (kind, payload) in records {
-            core.replay(kind, &payload)?;
-        }
+        core.recover(records)?;
         if recovered {
             core.guard(|c| c.relog(&mut wal))?;
         }
@@ -802,45 +798,6 @@ impl Core {
         })
     }
 
-    fn replay(&mut self, kind: u8, b: &[u8]) -> Result<()> {
-        match kind {
-            BATCH_RECORD => {
-                let ps = self.store.page_size();
-                if b.len() < META_BYTES {
-                    return Err(corrupt("log record truncated"));
-                }
-                let r = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-                self.meta = Meta {
-                    root: r(0),
-                    next_page: r(8),
-                    next_auto: r(16),
-                    free_head: r(24),
-                };
-                let n = u32::from_le_bytes(b[32..36].try_into().unwrap()) as usize;
-                if b.len() != META_BYTES + n * ps {
-                    return Err(corrupt("log record length mismatch"));
-                }
-                for img in b[META_BYTES..].chunks(ps) {
-                    let id: PageId = u64::from_le_bytes(img[16..24].try_into().unwrap());
-                    self.pool.install(Page::from_bytes(img.into(), id)?);
-                }
-                Ok(())
-            }
-            redo::REDO_RECORD => {
-                let (meta, entries) = redo::decode(b, self.store.page_size())?;
-                self.meta = meta;
-                for e in entries {
-                    match e {
-                        redo::Entry::Image(p) => self.pool.install(p),
-                        redo::Entry::Ops(id, ops) => self.pool.replay_ops(id, &ops)?,
-                    }
-                }
-                Ok(())
-            }
-            kind => self.store.replay(&mut self.disk, kind, b),
-        }
-    }
-
     fn tree(&mut self) -> Tree<'_> {
         Tree {
             pool: &mut self.pool,
@@ -870,16 +827,21 @@ impl Core {
         })
     }
 
-    /// Applies a batch with `f`, logs it and commits. `hint` is about the
-    /// bytes it writes, to make room in the log beforehand.
+    /// Applies a batch of `ops` operations with `f`, logs it and commits.
+    /// `hint` is about the bytes it writes, to make room in the log
+    /// beforehand.
     fn write_with(
         &mut self,
         hint: usize,
+        ops: usize,
         mut f: impl FnMut(&mut Tree<'_>) -> Result<()>,
     ) -> Result<()> {
         self.guard(|c| {
             if let Some(w) = &c.disk.journal {
-                let want = 2 * hint as u64 + w.capacity() / 4;
+                // Each operation may dirty one more page without an image.
+                let fresh = (c.meta.next_page as usize).saturating_sub(c.pool.dirty_len());
+                let unimaged = c.pool.unimaged() + ops.min(fresh);
+                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, unimaged);
                 if w.remaining() < want {
                     c.checkpoint()?;
                 }
@@ -913,13 +875,69 @@ impl Core {
         })
     }
 
+    /// Log bytes to keep free for what writing back the dirty pages may
+    /// log: an image of each of the `unimaged` pages (a store that
+    /// overwrites pages logs one before it writes a page back, one record
+    /// per page at worst), and a record of the store's own per dirty page.
+    fn log_reserve(&self, wal: &Wal, unimaged: usize) -> u64 {
+        let ps = self.store.page_size();
+        let mut r = 0;
+        if self.store.overwrites() {
+            let one = wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
+            r += unimaged as u64 * one;
+        }
+        if self.store.journals_writes() {
+            r += self.pool.dirty_len() as u64 * wal.record_len(64);
+        }
+        r
+    }
+
     /// Appends the running batch to the log (durably if `sync`): images of
-    /// the pages it changed for the first time since the checkpoint (or
-    /// rewrote whole), the operations it applied to the others.
+    /// the pages it rewrote whole, the operations it applied to the others,
+    /// and an image of each page it changed for the first time since the
+    /// checkpoint where that is cheaper than logging the image later:
+    ///
+    /// - a store that does not overwrite pages logs such images always (it
+    ///   never logs one before a write back);
+    /// - a store that does logs them while the pool is full (the page will
+    ///   likely be written back before the checkpoint, and an image logged
+    ///   then costs a log flush of its own), or when the log could not keep
+    ///   [`Core::log_reserve`] for every page the batch changed (an image
+    ///   in the record costs less than the reserve for it).
+    ///
+    /// A record that does not fit is [`Error::Full`], and nothing is written.
     fn log_batch(&mut self) -> Result<()> {
         let Some(mut wal) = self.disk.journal.take() else {
             return Ok(());
         };
+        let mut built = self.batch_record(self.store.overwrites() && self.pool.has_room());
+        let need = |b: &(redo::Writer, Vec<PageId>)| {
+            let newly = b.1.iter().filter(|id| !self.pool.is_imaged(**id)).count();
+            wal.record_len(b.0.len()) + self.log_reserve(&wal, self.pool.unimaged() - newly)
+        };
+        if need(&built) > wal.remaining() && self.store.overwrites() {
+            built = self.batch_record(false);
+        }
+        let r = match need(&built) > wal.remaining() {
+            true => Err(Error::Full("write-ahead log")),
+            false => wal.append(&mut self.disk, redo::REDO_RECORD, &built.0.finish()),
+        };
+        self.wal_seq = wal.next_seq;
+        self.disk.journal = Some(wal);
+        r?;
+        for id in built.1 {
+            self.pool.mark_imaged(id);
+        }
+        if self.sync {
+            self.disk.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The running batch's record and the pages it holds images of;
+    /// `ops_first`: operations for every page the batch did not rewrite
+    /// whole, else only for pages the log holds an image of.
+    fn batch_record(&self, ops_first: bool) -> (redo::Writer, Vec<PageId>) {
         let ps = self.store.page_size();
         let batch = self.pool.batch();
         let mut rec = redo::Writer::new(&self.meta, batch.len() * 256);
@@ -927,7 +945,7 @@ impl Core {
         for (page, change) in batch {
             match change {
                 Change::Ops { count, bytes }
-                    if self.imaged.contains(&page.id()) && bytes.len() + 2 < ps =>
+                    if (ops_first || self.pool.is_imaged(page.id())) && bytes.len() + 2 < ps =>
                 {
                     rec.ops(page.id(), *count, bytes)
                 }
@@ -937,50 +955,7 @@ impl Core {
                 }
             }
         }
-        let r = wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish());
-        self.wal_seq = wal.next_seq;
-        self.disk.journal = Some(wal);
-        r?;
-        self.imaged.extend(imaged);
-        if self.sync {
-            self.disk.flush()?;
-        }
-        Ok(())
-    }
-
-    /// Copies what recovery found into one record of a new epoch (in the
-    /// other half of the log) and checkpoints the page store as it is, so
-    /// the checkpoint that writes the pages out has a whole half to log in.
-    fn relog(&mut self, wal: &mut Wal) -> Result<()> {
-        let epoch = self.ckpt_seq + 1;
-        wal.reset(epoch);
-        self.imaged.clear();
-        let first = wal.next_seq;
-        let pages = self.pool.dirty();
-        let mut rec = redo::Writer::new(&self.meta, pages.len() * self.store.page_size());
-        for p in pages {
-            rec.image(p);
-        }
-        wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
-        let mut state = Vec::new();
-        self.store.encode_state(&mut state);
-        Checkpoint {
-            seq: epoch,
-            store: self.store.kind(),
-            page_size: self.store.page_size() as u32,
-            layout: self.layout,
-            root: self.meta.root,
-            next_page: self.meta.next_page,
-            next_auto: self.meta.next_auto,
-            free_head: self.meta.free_head,
-            wal_seq: first,
-            log_id: self.log_id,
-            store_state: state,
-        }
-        .write(&mut self.disk)?;
-        self.ckpt_seq = epoch;
-        self.checkpoints += 1;
-        Ok(())
+        (rec, imaged)
     }
 
     fn checkpoint(&mut self) -> Result<()> {
@@ -1014,7 +989,7 @@ impl Core {
                 false => Ok(()),
             };
             w.reset(self.ckpt_seq);
-            self.imaged.clear();
+            self.pool.new_epoch();
             self.disk.journal = Some(w);
             r?;
         }

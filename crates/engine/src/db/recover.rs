@@ -1,0 +1,162 @@
+//! Recovery: replaying the write-ahead log of the last checkpoint's epoch,
+//! then copying what it rebuilt into a new epoch.
+//!
+//! A page's state is rebuilt from its first image in the epoch and every
+//! operation logged after it. A page with operations but no image was not
+//! written back since the checkpoint (a store that overwrites pages logs
+//! an image before every write back), so its copy in the page store is the
+//! state its first operation was applied to. Operations logged before a
+//! page's first image are already in that image and are skipped.
+
+use rustc_hash::FxHashMap;
+
+use super::{Core, BATCH_RECORD, META_BYTES};
+use crate::btree::Meta;
+use crate::error::{corrupt, Result};
+use crate::page::{Op, Page, PageId};
+use crate::redo::{self, Entry};
+use crate::superblock::Checkpoint;
+use crate::wal::Wal;
+
+/// A page record of the log, decoded: the tree state it carries (batches)
+/// and its entries.
+type Decoded = (Option<Meta>, Vec<Entry>);
+
+impl Core {
+    /// Replays `records` (kind, payload), in log order. The page store's
+    /// own records go first: they finish interrupted rewrites of the
+    /// device, which the pages read here must see.
+    pub(super) fn recover(&mut self, records: Vec<(u8, Vec<u8>)>) -> Result<()> {
+        let ps = self.store.page_size();
+        let mut decoded: Vec<Decoded> = Vec::new();
+        for (kind, payload) in records {
+            decoded.push(match kind {
+                BATCH_RECORD => decode_batch_images(&payload, ps)?,
+                redo::REDO_RECORD => {
+                    let (meta, entries) = redo::decode(&payload, ps)?;
+                    (Some(meta), entries)
+                }
+                redo::IMAGES_RECORD => (None, images(redo::decode_images(&payload, ps)?)),
+                kind => {
+                    self.store.replay(&mut self.disk, kind, &payload)?;
+                    continue;
+                }
+            });
+        }
+        let first_image = first_images(&decoded);
+        for (i, (meta, entries)) in decoded.into_iter().enumerate() {
+            if let Some(m) = meta {
+                self.meta = m;
+            }
+            for e in entries {
+                match e {
+                    Entry::Image(p) => self.pool.install(p),
+                    // The page's first image, later in the log, holds these.
+                    Entry::Ops(id, _) if first_image.get(&id).is_some_and(|&f| f > i) => {}
+                    Entry::Ops(id, ops) => self.replay_ops(id, &ops)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies logged operations to page `id`: to the page recovery
+    /// rebuilt so far, else to the page store's copy.
+    fn replay_ops(&mut self, id: PageId, ops: &[Op]) -> Result<()> {
+        if !self.pool.contains(id) {
+            if !self.store.overwrites() {
+                // Its first change after the checkpoint was logged as an image.
+                return Err(corrupt(format!(
+                    "log changes page {id}, which has no image in the log since the checkpoint"
+                )));
+            }
+            // Installed without making room: nothing is written back while
+            // the log is replayed.
+            let page = self.store.read(&mut self.disk, id)?;
+            self.pool.install(page);
+        }
+        self.pool.replay_ops(id, ops)
+    }
+
+    /// Copies what recovery found into one record of a new epoch (in the
+    /// other half of the log) and checkpoints the page store as it is, so
+    /// the checkpoint that writes the pages out has a whole half to log in.
+    pub(super) fn relog(&mut self, wal: &mut Wal) -> Result<()> {
+        let epoch = self.ckpt_seq + 1;
+        wal.reset(epoch);
+        self.pool.new_epoch();
+        let first = wal.next_seq;
+        let pages = self.pool.dirty();
+        let ids: Vec<PageId> = pages.iter().map(|p| p.id()).collect();
+        let mut rec = redo::Writer::new(&self.meta, pages.len() * self.store.page_size());
+        for p in pages {
+            rec.image(p);
+        }
+        wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
+        for id in ids {
+            self.pool.mark_imaged(id);
+        }
+        let mut state = Vec::new();
+        self.store.encode_state(&mut state);
+        Checkpoint {
+            seq: epoch,
+            store: self.store.kind(),
+            page_size: self.store.page_size() as u32,
+            layout: self.layout,
+            root: self.meta.root,
+            next_page: self.meta.next_page,
+            next_auto: self.meta.next_auto,
+            free_head: self.meta.free_head,
+            wal_seq: first,
+            log_id: self.log_id,
+            store_state: state,
+        }
+        .write(&mut self.disk)?;
+        self.ckpt_seq = epoch;
+        self.checkpoints += 1;
+        Ok(())
+    }
+}
+
+fn images(pages: Vec<Page>) -> Vec<Entry> {
+    pages.into_iter().map(Entry::Image).collect()
+}
+
+/// Index of the first record holding an image of each page.
+fn first_images(decoded: &[Decoded]) -> FxHashMap<PageId, usize> {
+    let mut first = FxHashMap::default();
+    for (i, (_, entries)) in decoded.iter().enumerate() {
+        for e in entries {
+            if let Entry::Image(p) = e {
+                first.entry(p.id()).or_insert(i);
+            }
+        }
+    }
+    first
+}
+
+/// A batch record of whole page images (format of earlier builds).
+fn decode_batch_images(b: &[u8], ps: usize) -> Result<Decoded> {
+    if b.len() < META_BYTES {
+        return Err(corrupt("log record truncated"));
+    }
+    let r = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+    let meta = Meta {
+        root: r(0),
+        next_page: r(8),
+        next_auto: r(16),
+        free_head: r(24),
+    };
+    let n = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")) as usize;
+    if b.len() != META_BYTES + n * ps {
+        return Err(corrupt("log record length mismatch"));
+    }
+    let pages = b[META_BYTES..]
+        .chunks(ps)
+        .map(|img| {
+            let id: PageId = u64::from_le_bytes(img[16..24].try_into().expect("8 bytes"));
+            Page::from_bytes(img.into(), id)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((Some(meta), images(pages)))
+}
