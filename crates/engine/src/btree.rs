@@ -32,9 +32,6 @@ pub const MAX_VALUE: usize = 1 << 20;
 const MAX_DEPTH: usize = 64;
 const OVERFLOW_CELL: usize = 13;
 
-/// A key and its value.
-pub(crate) type Pair = (Vec<u8>, Vec<u8>);
-
 /// The shape of the tree, from a walk of all of it ([`crate::Db::shape`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Shape {
@@ -223,15 +220,20 @@ fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
     }
 }
 
+/// Where a pair sits in the pool: its leaf and slot.
+pub(crate) type Position<'p> = (&'p Page, usize);
+
 /// A limited scan (see [`Tree::scan`]) when every page it takes is
-/// resident in `pool`; `Ok(None)` sends it to the exclusive path.
-pub(crate) fn scan_resident(
-    pool: &BufferPool,
+/// resident and every value is inline: the positions of its pairs, in scan
+/// order; `None` sends it down the exclusive path. Records the pages it
+/// used for the policy when it succeeds.
+pub(crate) fn scan_resident<'p>(
+    pool: &'p BufferPool,
     meta: &Meta,
     (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
     reverse: bool,
     limit: usize,
-) -> Result<Option<Vec<Pair>>> {
+) -> Result<Option<Vec<Position<'p>>>> {
     let mut used = Vec::with_capacity(8);
     let start = match (reverse, lo, hi) {
         (false, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
@@ -244,13 +246,19 @@ pub(crate) fn scan_resident(
     // The exclusive scan finds its first leaf, then reads it: two uses,
     // which policies that count them (ARC) must see the same way.
     used.push(leaf.id());
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(limit.min(64));
+    // Slots before the start key (after it, descending) are outside.
+    let mut skip = start.map_or(0, |k| match (reverse, leaf.search(k)) {
+        (false, Ok(i) | Err(i)) => i,
+        (true, Ok(i)) => leaf.len() - 1 - i,
+        (true, Err(i)) => leaf.len() - i,
+    });
     loop {
         if leaf.kind() != Kind::Leaf || used.len() > MAX_SHARED_LEAVES {
             return Ok(None);
         }
         let n = leaf.len();
-        for j in 0..n {
+        for j in std::mem::take(&mut skip)..n {
             let i = if reverse { n - 1 - j } else { j };
             let k = leaf.key(i);
             let (inside, past) = match reverse {
@@ -261,10 +269,10 @@ pub(crate) fn scan_resident(
                 return Ok(pool.note_shared(&used).then_some(out));
             }
             if inside {
-                match leaf.val(i) {
-                    [0, v @ ..] => out.push((k.to_vec(), v.to_vec())),
-                    _ => return Ok(None), // overflow values go the exclusive way
+                if leaf.val(i).first() != Some(&0) {
+                    return Ok(None); // overflow values go the exclusive way
                 }
+                out.push((leaf, i));
             }
         }
         let next = if reverse { leaf.prev() } else { leaf.next() };
@@ -277,6 +285,12 @@ pub(crate) fn scan_resident(
         used.push(next);
         leaf = p;
     }
+}
+
+/// The key and inline value at a position [`scan_resident`] found.
+pub(crate) fn pair_at<'p>((leaf, slot): Position<'p>) -> (&'p [u8], &'p [u8]) {
+    debug_assert!(leaf.kind() == Kind::Leaf && slot < leaf.len());
+    (leaf.key(slot), &leaf.val(slot)[1..])
 }
 
 /// Leaves a shared scan walks before leaving the rest to the exclusive path.

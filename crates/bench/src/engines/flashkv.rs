@@ -89,8 +89,12 @@ impl Reader for FlashReader<'_> {
     }
 
     fn range(&mut self, start: &Key, limit: usize) -> Result<usize> {
-        // A range of known length: one bounded scan, no iterator chunks.
+        // A range of known length: one bounded scan, values borrowed (as
+        // redb's and fjall's guards are) and checked non-empty as theirs are.
         let from = (Bound::Included(&start[..]), Bound::Unbounded);
-        Ok(self.db.scan_dir(from, false, limit)?.len())
+        let mut n = 0;
+        self.db
+            .scan_with(from, false, limit, |_k, v| n += usize::from(!v.is_empty()))?;
+        Ok(n)
     }
 }

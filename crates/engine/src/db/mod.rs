@@ -14,7 +14,7 @@ use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, Error, Result};
 use crate::file::{self, Mode};
 use crate::io::{Disk, Region, RegionStats};
-use crate::iter::{as_ref, prefix_end, Range};
+use crate::iter::{prefix_end, Range};
 use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{PageId, NO_PAGE};
@@ -403,16 +403,51 @@ impl Db {
         reverse: bool,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let (lo, hi) = (owned(range.start_bound()), owned(range.end_bound()));
+        let mut out = Vec::new();
+        self.scan_with(range, reverse, limit, |k, v| out.push((k.to_vec(), v.to_vec())))?;
+        Ok(out)
+    }
+
+    /// Calls `f` with each of at most `limit` pairs with keys in `range`
+    /// (descending if `reverse`), borrowed from the buffer pool, and
+    /// returns how many there were: a scan that copies nothing it is not
+    /// asked to. `f` runs while the store is locked, shared when every page
+    /// is resident: it must not call this `Db` (that would deadlock).
+    ///
+    /// ```
+    /// # use flashkv_engine::{Db, Options};
+    /// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+    /// db.put(b"a", b"12").unwrap();
+    /// db.put(b"b", b"345").unwrap();
+    /// let mut bytes = 0;
+    /// let n = db.scan_with(.., false, 10, |_k, v| bytes += v.len()).unwrap();
+    /// assert_eq!((n, bytes), (2, 5));
+    /// ```
+    pub fn scan_with<R: RangeBounds<[u8]>>(
+        &self,
+        range: R,
+        reverse: bool,
+        limit: usize,
+        mut f: impl FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let bounds = (range.start_bound(), range.end_bound());
         if limit != usize::MAX {
             let c = self.shared()?;
-            let bounds = (as_ref(&lo), as_ref(&hi));
-            if let Some(pairs) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
-                return Ok(pairs);
+            if let Some(at) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
+                for &p in &at {
+                    let (k, v) = btree::pair_at(p);
+                    f(k, v);
+                }
+                return Ok(at.len());
             }
         }
         let mut c = self.lock()?;
-        c.read(|t| t.scan(as_ref(&lo), as_ref(&hi), reverse, limit))
+        let pairs = c.read(|t| t.scan(bounds.0, bounds.1, reverse, limit))?;
+        drop(c);
+        for (k, v) in &pairs {
+            f(k, v);
+        }
+        Ok(pairs.len())
     }
 
     /// Iterator over the pairs with keys in `range`, ascending, holding
