@@ -44,6 +44,10 @@ pub enum Error {
     },
     #[error("an earlier write failed midway; reopen the store to recover")]
     Poisoned,
+    #[error("the store was opened read-only")]
+    ReadOnly,
+    #[error("the store has writes to recover (a crash or a writer left them): open it for writing once first")]
+    NeedsRecovery,
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
 }

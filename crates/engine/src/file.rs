@@ -8,10 +8,12 @@
 //! I/O with fdatasync on flush: O_DIRECT would force 4 KiB sectors, and
 //! in-page logging writes 512-byte log sectors.
 //!
-//! An exclusive `flock` is held for as long as the store is open; a second
-//! opener gets [`Error::Locked`], naming the holder's process id where
-//! `/proc/locks` tells it. `flock` locks belong to the open file, so two
-//! opens in one process exclude each other too.
+//! A `flock` is held for as long as the store is open: exclusive for a
+//! writer, shared for a read-only open, so readers may share a store with
+//! each other but not with a writer. A refused opener gets
+//! [`Error::Locked`], naming the holder's process id where `/proc/locks`
+//! tells it. `flock` locks belong to the open file, so two opens in one
+//! process exclude each other too.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -34,6 +36,8 @@ pub(crate) enum Mode {
     Existing,
     /// The file must be missing or empty.
     Create,
+    /// The file must exist; it is opened for reading only, under a shared lock.
+    ReadOnly,
 }
 
 /// A file holding a store, locked for this process.
@@ -68,7 +72,7 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
     }
     let created = meta.is_none();
     match (mode, &meta) {
-        (Mode::Existing, None) => {
+        (Mode::Existing | Mode::ReadOnly, None) => {
             return Err(Error::NoStore {
                 path: path.to_path_buf(),
             })
@@ -82,7 +86,7 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
     }
     let file = OpenOptions::new()
         .read(true)
-        .write(true)
+        .write(mode != Mode::ReadOnly)
         .create_new(created)
         .open(path)
         .map_err(|e| io_err(path, e))?;
@@ -93,7 +97,7 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
         opened: Instant::now(),
         stats: DeviceStats::default(),
     };
-    if let Err(e) = dev.lock() {
+    if let Err(e) = dev.lock(mode != Mode::ReadOnly) {
         drop(dev);
         if created {
             let _ = std::fs::remove_file(path);
@@ -110,10 +114,12 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
 }
 
 impl StoreFile {
-    fn lock(&self) -> Result<()> {
+    /// Takes the file's lock, exclusive or shared, without waiting.
+    fn lock(&self, exclusive: bool) -> Result<()> {
+        let how = if exclusive { libc::LOCK_EX } else { libc::LOCK_SH };
         // SAFETY: flock only reads its integer arguments; the descriptor is
         // owned by `self.file` and open for the duration of the call.
-        let rc = unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        let rc = unsafe { libc::flock(self.file.as_raw_fd(), how | libc::LOCK_NB) };
         if rc == 0 {
             return Ok(());
         }

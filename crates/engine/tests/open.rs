@@ -153,3 +153,62 @@ fn a_truncated_store_is_reported_not_read() {
         );
     }
 }
+
+#[test]
+fn read_only_opens_share_a_store_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ro.db");
+    let db = Db::create(&path, Options::default()).unwrap();
+    for i in 0..500u32 {
+        db.put(&i.to_be_bytes(), &[7; 100]).unwrap();
+    }
+    db.close().unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let a = Db::open_read_only(&path, Options::default()).unwrap();
+    let b = Db::open_read_only(&path, Options::default().buffer_pages(2)).unwrap();
+    // Readers share; a writer is refused while they hold the store.
+    let e = Db::open_path(&path, Options::default()).err().unwrap();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    assert_eq!(a.get(&7u32.to_be_bytes()).unwrap(), Some(vec![7; 100]));
+    // A pool of two frames reads the whole tree, evicting clean pages only.
+    assert_eq!(b.scan(..).unwrap().len(), 500);
+    assert_eq!(b.scan_with(.., true, 3, |_, _| {}).unwrap(), 3);
+    assert!(matches!(a.put(b"k", b"v"), Err(Error::ReadOnly)));
+    assert!(matches!(a.delete(&7u32.to_be_bytes()), Err(Error::ReadOnly)));
+    a.flush().unwrap();
+    a.checkpoint().unwrap();
+    a.close().unwrap();
+    drop(b);
+    assert_untouched(&path, &before, "read-only open");
+    // With no reader left, a writer gets it, and then readers are refused.
+    let w = Db::open_path(&path, Options::default()).unwrap();
+    let e = Db::open_read_only(&path, Options::default()).err().unwrap();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    drop(w);
+}
+
+#[test]
+fn a_read_only_open_leaves_recovery_to_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crashed.db");
+    let db = Db::create(&path, Options::default()).unwrap();
+    db.put(b"kept", b"yes").unwrap();
+    db.flush().unwrap();
+    // A crash: the process ends without closing (no checkpoint).
+    drop(db.into_device());
+    let before = std::fs::read(&path).unwrap();
+    let e = Db::open_read_only(&path, Options::default()).err().unwrap();
+    assert!(matches!(e, Error::NeedsRecovery), "{e}");
+    assert_untouched(&path, &before, "refused read-only open");
+    Db::open_path(&path, Options::default()).unwrap().close().unwrap();
+    let r = Db::open_read_only(&path, Options::default()).unwrap();
+    assert_eq!(r.get(b"kept").unwrap().as_deref(), Some(&b"yes"[..]));
+    // Missing and foreign files are refused as by a writer.
+    let e = Db::open_read_only(dir.path().join("none"), Options::default()).err().unwrap();
+    assert!(matches!(e, Error::NoStore { .. }), "{e}");
+    let foreign = dir.path().join("notes.txt");
+    std::fs::write(&foreign, b"meeting notes\n").unwrap();
+    let e = Db::open_read_only(&foreign, Options::default()).err().unwrap();
+    assert!(matches!(e, Error::NotAStoreFile { .. }), "{e}");
+    assert_untouched(&foreign, b"meeting notes\n", "foreign read-only open");
+}

@@ -169,7 +169,28 @@ fn fresh(path: &Path) -> Result<bool, Fail> {
     }
 }
 
-fn open(args: &KvArgs) -> Result<Db, Fail> {
+/// Whether the command only reads: it opens the store read-only, under a
+/// shared lock, so readers run side by side (a writer waits for them).
+fn reads_only(cmd: &KvCmd) -> bool {
+    matches!(
+        cmd,
+        KvCmd::Get { .. } | KvCmd::Scan(_) | KvCmd::Count { .. } | KvCmd::Export { .. } | KvCmd::Stats
+    )
+}
+
+/// A file store opened for reading; one with writes to recover is opened
+/// for writing, which recovers them.
+fn open_path(path: &Path, opts: Options, read: bool) -> Result<Db, Error> {
+    match read {
+        true => match Db::open_read_only(path, opts.clone()) {
+            Err(Error::NeedsRecovery) => Db::open_path(path, opts),
+            r => r,
+        },
+        false => Db::open_path(path, opts),
+    }
+}
+
+fn open(args: &KvArgs, read: bool) -> Result<Db, Fail> {
     let opts = options(args)?;
     let fresh = fresh(&args.db)?;
     if fresh && !args.create {
@@ -182,7 +203,7 @@ fn open(args: &KvArgs) -> Result<Db, Fail> {
     loop {
         let r = match &args.device {
             None if fresh => Db::create(&args.db, opts.clone()),
-            None => Db::open_path(&args.db, opts.clone()),
+            None => open_path(&args.db, opts.clone(), read),
             Some(name) => return open_on_device(args, name, fresh, opts),
         };
         match r {
@@ -191,7 +212,7 @@ fn open(args: &KvArgs) -> Result<Db, Fail> {
                 std::thread::sleep(Duration::from_millis(5));
             }
             // It created the store while we waited: open it.
-            Err(Error::Exists { .. }) if fresh => return Ok(Db::open_path(&args.db, opts)?),
+            Err(Error::Exists { .. }) if fresh => return Ok(open_path(&args.db, opts, read)?),
             r => return Ok(r?),
         }
     }
@@ -268,7 +289,7 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
         KvCmd::Import(a) => Some(import::open_input(a)?),
         _ => None,
     };
-    let db = open(&args)?;
+    let db = open(&args, reads_only(&args.cmd))?;
     let found = match &args.cmd {
         KvCmd::Put { key, value } => ops::put(&db, &mut out, key, value)?,
         KvCmd::Get { key } => ops::get(&db, &mut out, key)?,

@@ -121,6 +121,8 @@ struct Core {
     trim_log: bool,
     /// Id of the log device (0: the log is on the store's device).
     log_id: u64,
+    /// Opened read-only: no write reaches the device.
+    read_only: bool,
     poisoned: bool,
     commits: u64,
     checkpoints: u64,
@@ -168,7 +170,7 @@ impl Db {
     /// not hold a flashkv store is refused with [`Error::NotAStore`] before
     /// anything is written.
     pub fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, None, opts, true, None)?))
+        Ok(Db::from_core(Core::open(device, None, opts, Mode::Create, None)?))
     }
 
     /// Like [`Db::open`], with the write-ahead log on a device of its own
@@ -185,14 +187,14 @@ impl Db {
             device,
             Some(log),
             opts,
-            true,
+            Mode::Create,
             None,
         )?))
     }
 
     /// Opens the store on `device`; a blank device is [`Error::NotAStore`] too.
     pub fn open_existing(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, None, opts, false, None)?))
+        Ok(Db::from_core(Core::open(device, None, opts, Mode::Existing, None)?))
     }
 
     /// Creates a store in the file at `path`, which must be missing or
@@ -211,6 +213,17 @@ impl Db {
         Self::open_file(path.as_ref(), opts, Mode::Existing)
     }
 
+    /// Opens the store in the file at `path` for reading only: the file is
+    /// opened read-only and under a shared lock, so read-only opens (in any
+    /// process) share a store while a writer is refused, and a read-only
+    /// open is refused while a writer has it ([`Error::Locked`]). Writes
+    /// are [`Error::ReadOnly`]. A store with writes to recover (a crash
+    /// left them) is [`Error::NeedsRecovery`]: recovery writes, so a writer
+    /// must open it first.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::open_file(path.as_ref(), opts, Mode::ReadOnly)
+    }
+
     /// [`Db::create`] where `path` is missing or empty, else [`Db::open_path`].
     pub fn open_or_create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let path = path.as_ref();
@@ -227,7 +240,7 @@ impl Db {
         let cap = opts.max_size.unwrap_or(FILE_MAX);
         let (dev, created) = file::open(path, cap, mode)?;
         let len = dev.len()?;
-        match Core::open(Box::new(dev), None, opts, mode == Mode::Create, Some(len)) {
+        match Core::open(Box::new(dev), None, opts, mode, Some(len)) {
             Ok(core) => Ok(Db::from_core(core)),
             Err(e) => {
                 if created {
@@ -503,6 +516,7 @@ impl Db {
     /// Makes every write so far durable.
     pub fn flush(&self) -> Result<()> {
         let mut c = self.lock()?;
+        // A read-only store has no log open, and its checkpoint writes nothing.
         c.guard(|c| {
             if c.disk.journal.is_some() {
                 c.disk.flush()
@@ -595,12 +609,12 @@ impl Core {
         device: Box<dyn BlockDevice>,
         log: Option<Box<dyn BlockDevice>>,
         opts: Options,
-        create: bool,
+        mode: Mode,
         file_len: Option<u64>,
     ) -> Result<Core> {
         check_options(&opts)?;
         let mut disk = Disk::new(device, log);
-        let ckpt = Self::recognise(&mut disk, &opts, create)?;
+        let ckpt = Self::recognise(&mut disk, &opts, mode == Mode::Create)?;
         let created = ckpt.seq == 0;
         let geo = disk.geo;
         let l = ckpt.layout;
@@ -627,6 +641,11 @@ impl Core {
         } else {
             wal.recover(&mut disk)?
         };
+        let read_only = mode == Mode::ReadOnly;
+        if read_only && (created || !records.is_empty()) {
+            // Recovery writes; a reader cannot, as in SQLite.
+            return Err(Error::NeedsRecovery);
+        }
         let policy = (opts.policy)(opts.buffer_pages);
         let mut core = Core {
             pool: BufferPool::new(opts.buffer_pages, policy, opts.index_in_memory),
@@ -643,6 +662,7 @@ impl Core {
             io: opts.io,
             trim_log: file_len.is_some(),
             log_id: ckpt.log_id,
+            read_only,
             poisoned: false,
             commits: 0,
             checkpoints: 0,
@@ -652,23 +672,32 @@ impl Core {
         if let Some(io) = opts.io {
             core.store.set_write_size(io.seq_write_bytes);
         }
-        let recovered = !records.is_empty();
-        core.recover(records)?;
-        if recovered {
-            core.guard(|c| c.relog(&mut wal))?;
+        if !read_only {
+            core.start(records, wal, opts.wal, created)?;
         }
-        core.wal_seq = wal.next_seq;
-        if opts.wal {
-            core.disk.journal = Some(wal);
+        Ok(core)
+    }
+
+    /// Makes an opened store ready for writing: replays `records`, copies
+    /// them into a new epoch, creates the tree of a new store, and
+    /// checkpoints.
+    fn start(&mut self, records: Vec<(u8, Vec<u8>)>, mut wal: Wal, log: bool, created: bool) -> Result<()> {
+        let recovered = !records.is_empty();
+        self.recover(records)?;
+        if recovered {
+            self.guard(|c| c.relog(&mut wal))?;
+        }
+        self.wal_seq = wal.next_seq;
+        if log {
+            self.disk.journal = Some(wal);
         }
         if created {
-            core.guard(|c| c.tree().create())?;
+            self.guard(|c| c.tree().create())?;
         }
         // Replayed pages go to the page store and the log starts over in a
         // new epoch, so records a crash left after a gap are never replayed.
-        core.guard(Core::checkpoint)?;
-        core.pool.unpin(&mut *core.store, &mut core.disk)?;
-        Ok(core)
+        self.guard(Core::checkpoint)?;
+        self.pool.unpin(&mut *self.store, &mut self.disk)
     }
 
     /// The newest checkpoint on the device; on a blank device (when
@@ -871,6 +900,9 @@ impl Core {
         ops: usize,
         mut f: impl FnMut(&mut Tree<'_>) -> Result<()>,
     ) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.guard(|c| {
             if let Some(w) = &c.disk.journal {
                 // Each operation may dirty one more page without an image.
@@ -994,6 +1026,11 @@ impl Core {
     }
 
     fn checkpoint(&mut self) -> Result<()> {
+        if self.read_only {
+            // Nothing was changed, so there is nothing to write.
+            debug_assert_eq!(self.pool.dirty_len(), 0, "a read-only store has dirty pages");
+            return Ok(());
+        }
         self.pool.flush_all(&mut *self.store, &mut self.disk)?;
         if let Some(w) = &self.disk.journal {
             self.wal_seq = w.next_seq;
