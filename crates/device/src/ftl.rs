@@ -19,6 +19,12 @@
 //!   a fresh block with the merged data and erases the old one (seed 004:
 //!   "read the entire block ... erase ... rewrite all 132 KBytes"). Such
 //!   devices serve one command at a time and ignore trim.
+//! * `mapping = "bast"` / `"fast"`: log-block (hybrid-mapped) FTLs, as flash
+//!   disks and SSDs of about 2002-2010 used: block-mapped data blocks plus
+//!   `log_blocks` page-mapped log blocks that absorb writes until a merge
+//!   folds them into their data blocks (see `ftl/bast.rs`, `ftl/fast.rs`).
+//!   Blocks are ganged across the dies as in block mapping; one command at
+//!   a time; trim is ignored.
 //!
 //! Commands pass the controller one at a time (`read_command_us`,
 //! `write_command_us`), data crosses the host interface at `host_mb_per_s`,
@@ -29,6 +35,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+mod bast;
+mod fast;
+mod logblock;
 mod map;
 
 use map::{BlockState, Blocks, L2p, Layout, NONE};
@@ -46,6 +55,8 @@ use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result
 pub enum FtlMapping {
     Page,
     Block,
+    Bast,
+    Fast,
 }
 
 /// Parameters of an FTL device. The NAND fields mean what they mean for raw
@@ -93,6 +104,15 @@ pub struct FtlParams {
     /// Page mapping: a die garbage-collects while it has fewer free blocks.
     #[serde(default = "default_gc")]
     pub gc_free_blocks: u32,
+    /// BAST and FAST: log blocks (under FAST, one of them is the sequential
+    /// log block). They come out of the spare blocks, which are raised to
+    /// `log_blocks + 1` if over-provisioning leaves fewer.
+    #[serde(default = "default_log_blocks")]
+    pub log_blocks: u32,
+}
+
+fn default_log_blocks() -> u32 {
+    8
 }
 
 fn default_op() -> f64 {
@@ -146,7 +166,41 @@ pub(crate) fn model(p: &FtlParams, capacity: u64) -> Result<Box<dyn Model>> {
     match p.mapping {
         FtlMapping::Page => Ok(Box::new(PageFtl::new(p, front, array)?)),
         FtlMapping::Block => Ok(Box::new(BlockFtl::new(p, front, array)?)),
+        FtlMapping::Bast | FtlMapping::Fast => log_block_model(p, front, array),
     }
+}
+
+fn log_block_model(p: &FtlParams, front: Front, array: NandArray) -> Result<Box<dyn Model>> {
+    let fast = p.mapping == FtlMapping::Fast;
+    require(
+        p.log_blocks > u32::from(fast),
+        "ftl: log_blocks must be at least 1 (bast) or 2 (fast: one sequential, the rest random)",
+    )?;
+    let bp = p.pages_per_block.saturating_mul(array.units() as u64);
+    let block_bytes = bp.saturating_mul(p.page_size);
+    require(
+        front.capacity % block_bytes == 0,
+        "ftl: log-block mapping needs capacity to be a multiple of page_size × pages_per_block × dies",
+    )?;
+    let logical = front.capacity / block_bytes;
+    let spare =
+        ((logical as f64 * p.over_provisioning).ceil() as u64).max(u64::from(p.log_blocks) + 1);
+    require(
+        logical.saturating_add(spare).saturating_mul(bp) < u64::from(NONE),
+        "ftl: too many pages to map (raise page_size)",
+    )?;
+    let core = logblock::Core::new(front, array, bp as u32, logical as u32, spare as u32);
+    Ok(if fast {
+        Box::new(logblock::LogFtl {
+            core,
+            scheme: fast::Fast::new(p.log_blocks),
+        })
+    } else {
+        Box::new(logblock::LogFtl {
+            core,
+            scheme: bast::Bast::new(p.log_blocks, bp as u32),
+        })
+    })
 }
 
 /// What both mappings share: geometry and the host side of a command.
@@ -837,10 +891,11 @@ mod tests {
             write_command_us: 0.0,
             over_provisioning: op,
             gc_free_blocks: 2,
+            log_blocks: 8,
         }
     }
 
-    fn front() -> Front {
+    pub(super) fn front() -> Front {
         Front {
             sector_size: 512,
             capacity: 1 << 20,
@@ -852,7 +907,7 @@ mod tests {
         }
     }
 
-    fn array() -> NandArray {
+    pub(super) fn array() -> NandArray {
         ArraySpec {
             kind: "ftl",
             page_size: 4096,

@@ -151,6 +151,10 @@ fn bad_ftl_specs_are_one_line_errors() {
     assert!(!bad("mapping = \"page\"\nover_provisioning = 0").contains('\n'));
     assert!(bad("mapping = \"page\"\nover_provisioning = 1e300").contains("too many"));
     assert!(bad("mapping = \"block\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(bad("mapping = \"bast\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(bad("mapping = \"bast\"\nlog_blocks = 0").contains("log_blocks"));
+    assert!(bad("mapping = \"fast\"\nlog_blocks = 1").contains("log_blocks"));
+    assert!(bad("mapping = \"fast\"\ncapacity_x = 1").contains("capacity_x"));
     assert!(
         bad("mapping = \"page\"\nchannels = 100000\ndies_per_channel = 100000").contains("65536")
     );
@@ -161,10 +165,15 @@ proptest! {
 
     #[test]
     fn ftl_devices_round_trip_data_against_a_reference(
-        block in any::<bool>(),
+        mapping in 0usize..4,
         ops in proptest::collection::vec((0u64..2048, 1u64..24, any::<u8>(), prop::bool::weighted(0.1)), 1..200)
     ) {
-        let mut d = if block { ftl("block", "dies_per_channel = 2") } else { ftl("page", "channels = 2") };
+        let mut d = match mapping {
+            0 => ftl("block", "dies_per_channel = 2"),
+            1 => ftl("page", "channels = 2"),
+            2 => ftl("bast", "dies_per_channel = 2\nlog_blocks = 3"),
+            _ => ftl("fast", "channels = 2\nlog_blocks = 3"),
+        };
         let mut reference = vec![0u8; 1 << 20];
         for (sector, n, byte, trim) in ops {
             let n = n.min(2048 - sector);
