@@ -17,8 +17,10 @@
 //!   pages are copied when the run breaks off. Any other write, including a
 //!   whole block written out of sequence, reads the whole old block, programs
 //!   a fresh block with the merged data and erases the old one (seed 004:
-//!   "read the entire block ... erase ... rewrite all 132 KBytes"). Such
-//!   devices serve one command at a time and ignore trim.
+//!   "read the entire block ... erase ... rewrite all 132 KBytes"). With
+//!   `scratch_copy` the block keeps its place instead: copied to a scratch
+//!   block, erased, copied back. Such devices serve one command at a time
+//!   and ignore trim.
 //! * `mapping = "bast"` / `"fast"`: log-block (hybrid-mapped) FTLs, as flash
 //!   disks and SSDs of about 2002-2010 used: block-mapped data blocks plus
 //!   `log_blocks` page-mapped log blocks that absorb writes until a merge
@@ -109,6 +111,12 @@ pub struct FtlParams {
     /// `log_blocks + 1` if over-provisioning leaves fewer.
     #[serde(default = "default_log_blocks")]
     pub log_blocks: u32,
+    /// Block mapping: a block rewritten out of sequence keeps its place: it
+    /// is copied to a scratch block, erased, and copied back merged (seed
+    /// 004's description, and safe against power loss without remapping),
+    /// instead of being remapped to a spare block.
+    #[serde(default)]
+    pub scratch_copy: bool,
 }
 
 fn default_log_blocks() -> u32 {
@@ -627,6 +635,8 @@ struct BlockFtl {
     run: Option<Run>,
     /// Where the last write ended: a write starting there continues a run.
     last_write_end: u64,
+    /// A rewritten block keeps its place, going through a scratch block.
+    scratch: bool,
     dev_free: Nanos,
 }
 
@@ -657,6 +667,7 @@ impl BlockFtl {
             free: (0..blocks as u32).collect(),
             run: None,
             last_write_end: 0,
+            scratch: p.scratch_copy,
             dev_free: 0,
         })
     }
@@ -678,12 +689,17 @@ impl BlockFtl {
         }
     }
 
-    /// Erases physical block `pb` (its block on every die) and frees it.
-    fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+    /// Erases physical block `pb` (its block on every die).
+    fn erase(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
         for u in 0..self.units as usize {
             self.array.erase(u, t, st, cost);
         }
         st.erase_counts.add(u64::from(pb));
+    }
+
+    /// Erases physical block `pb` and frees it.
+    fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        self.erase(pb, t, st, cost);
         self.free.push_back(pb);
     }
 
@@ -749,17 +765,30 @@ impl BlockFtl {
         let old = self.map[lb as usize];
         if old == NONE {
             self.program_pages(pages, t, st, cost);
+        } else if self.scratch {
+            // The block keeps its place: out to the scratch block, erase it,
+            // back in merged; then the scratch block is erased for reuse.
+            self.copy_block(t, st, cost);
+            self.erase(old, t, st, cost);
+            self.copy_block(t, st, cost);
+            self.retire(pb, t, st, cost);
+            return Ok(());
         } else {
-            // Read the whole old block, then program all of it, merged.
-            for i in 0..self.block_pages {
-                let u = self.unit(i);
-                self.array.read(u, t, ps, st, cost);
-            }
-            self.program_pages(0..self.block_pages, t, st, cost);
+            self.copy_block(t, st, cost);
             self.retire(old, t, st, cost);
         }
         self.map[lb as usize] = pb;
         Ok(())
+    }
+
+    /// Reads a whole block and programs all of it elsewhere, merged.
+    fn copy_block(&mut self, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        let ps = self.front.page_size;
+        for i in 0..self.block_pages {
+            let u = self.unit(i);
+            self.array.read(u, t, ps, st, cost);
+        }
+        self.program_pages(0..self.block_pages, t, st, cost);
     }
 
     /// Starts a command when the device is free; returns when the
@@ -892,6 +921,7 @@ mod tests {
             over_provisioning: op,
             gc_free_blocks: 2,
             log_blocks: 8,
+            scratch_copy: false,
         }
     }
 
@@ -932,10 +962,11 @@ mod tests {
     }
 
     /// Ganged blocks of 8 pages x 2 dies = 64 KB; 1 MiB holds 16 of them.
-    fn block_ftl() -> BlockFtl {
+    fn block_ftl(scratch_copy: bool) -> BlockFtl {
         let p = FtlParams {
             mapping: FtlMapping::Block,
             over_provisioning: 0.0,
+            scratch_copy,
             ..page_params(0.0)
         };
         BlockFtl::new(&p, front(), array()).unwrap()
@@ -993,8 +1024,8 @@ mod tests {
         }
 
         #[test]
-        fn block_mapping_never_loses_or_shares_a_block(ops in ops()) {
-            let mut f = block_ftl();
+        fn block_mapping_never_loses_or_shares_a_block(ops in ops(), scratch in any::<bool>()) {
+            let mut f = block_ftl(scratch);
             let mut st = DeviceStats::default();
             let mut at = 0;
             let mut seq = 0u64;

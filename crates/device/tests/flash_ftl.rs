@@ -53,6 +53,27 @@ fn block_mapped_small_write_is_read_erase_rewrite_of_the_block() {
 }
 
 #[test]
+fn block_mapped_scratch_copy_costs_the_block_twice_and_keeps_data() {
+    let mut d = ftl("block", "scratch_copy = true");
+    d.write(0, &[1; 16384]).unwrap();
+    let before = d.stats();
+    let at = d.clock();
+    let c = d.write_at(at, 4096, &[2; 4096]).unwrap();
+    let s = d.stats();
+    // Out to the scratch block and back: 8 reads, 8 programs, 2 erases.
+    assert_eq!(s.nand_page_reads - before.nand_page_reads, 8);
+    assert_eq!(s.nand_page_programs - before.nand_page_programs, 8);
+    assert_eq!(s.block_erases - before.block_erases, 2);
+    assert_eq!(
+        c.end - at,
+        1_000 + 2 * (4 * 10_000 + 4 * 100_000 + 1_000_000)
+    );
+    let mut buf = vec![0; 16384];
+    d.read(0, &mut buf).unwrap();
+    assert!(buf[..4096].iter().all(|&b| b == 1) && buf[4096..8192].iter().all(|&b| b == 2));
+}
+
+#[test]
 fn block_mapped_sequential_run_costs_only_programs_and_erases() {
     let mut d = ftl("block", "");
     d.write(0, &[1; 65536]).unwrap();
@@ -68,21 +89,22 @@ fn block_mapped_sequential_run_costs_only_programs_and_erases() {
 }
 
 #[test]
-fn flash_ssd_2005_small_random_write_rewrites_its_132_kb_block() {
+fn flash_ssd_2005_small_random_write_copies_its_132_kb_block_out_and_back() {
     let mut d = presets::open("flash-ssd-2005").unwrap();
     d.write(0, &vec![1; 1 << 20]).unwrap();
     let before = d.stats();
     let at = d.clock();
     let c = d.write_at(at, 5 * 131072 + 8192, &[2; 4096]).unwrap();
     let s = d.stats();
-    assert_eq!(s.nand_page_reads - before.nand_page_reads, 64);
-    assert_eq!(s.nand_page_programs - before.nand_page_programs, 64);
-    assert_eq!(s.block_erases - before.block_erases, 1);
-    // 790 us command + 4 KB at 150 MB/s + 64 x (25 us + 2 KB at 52 MB/s)
-    // + 64 x (2 KB at 52 MB/s + 645 us) + 2 ms erase.
+    assert_eq!(s.nand_page_reads - before.nand_page_reads, 128);
+    assert_eq!(s.nand_page_programs - before.nand_page_programs, 128);
+    assert_eq!(s.block_erases - before.block_erases, 2);
+    // 790 us command + 4 KB at 150 MB/s, then twice (to the scratch block
+    // and back) 64 x (25 us + 2 KB at 52 MB/s) + 64 x (2 KB at 52 MB/s +
+    // 250 us) + a 2 ms erase.
     let page_bus = 39_385;
     let expect =
-        790_000 + 27_307 + 64 * (25_000 + page_bus) + 64 * (page_bus + 645_000) + 2_000_000;
+        790_000 + 27_307 + 2 * (64 * (25_000 + page_bus) + 64 * (page_bus + 250_000) + 2_000_000);
     assert_eq!(c.end - at, expect);
 }
 
