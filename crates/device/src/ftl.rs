@@ -17,8 +17,16 @@
 //!   pages are copied when the run breaks off. Any other write, including a
 //!   whole block written out of sequence, reads the whole old block, programs
 //!   a fresh block with the merged data and erases the old one (seed 004:
-//!   "read the entire block ... erase ... rewrite all 132 KBytes"). Such
-//!   devices serve one command at a time and ignore trim.
+//!   "read the entire block ... erase ... rewrite all 132 KBytes"). With
+//!   `scratch_copy` the block keeps its place instead: copied to a scratch
+//!   block, erased, copied back. Such devices serve one command at a time
+//!   and ignore trim.
+//! * `mapping = "bast"` / `"fast"`: log-block (hybrid-mapped) FTLs, as flash
+//!   disks and SSDs of about 2002-2010 used: block-mapped data blocks plus
+//!   `log_blocks` page-mapped log blocks that absorb writes until a merge
+//!   folds them into their data blocks (see `ftl/bast.rs`, `ftl/fast.rs`).
+//!   Blocks are ganged across the dies as in block mapping; one command at
+//!   a time; trim is ignored.
 //!
 //! Commands pass the controller one at a time (`read_command_us`,
 //! `write_command_us`), data crosses the host interface at `host_mb_per_s`,
@@ -29,6 +37,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+mod bast;
+mod fast;
+mod logblock;
 mod map;
 
 use map::{BlockState, Blocks, L2p, Layout, NONE};
@@ -46,6 +57,8 @@ use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result
 pub enum FtlMapping {
     Page,
     Block,
+    Bast,
+    Fast,
 }
 
 /// Parameters of an FTL device. The NAND fields mean what they mean for raw
@@ -93,6 +106,21 @@ pub struct FtlParams {
     /// Page mapping: a die garbage-collects while it has fewer free blocks.
     #[serde(default = "default_gc")]
     pub gc_free_blocks: u32,
+    /// BAST and FAST: log blocks (under FAST, one of them is the sequential
+    /// log block). They come out of the spare blocks, which are raised to
+    /// `log_blocks + 1` if over-provisioning leaves fewer.
+    #[serde(default = "default_log_blocks")]
+    pub log_blocks: u32,
+    /// Block mapping: a block rewritten out of sequence keeps its place: it
+    /// is copied to a scratch block, erased, and copied back merged (seed
+    /// 004's description, and safe against power loss without remapping),
+    /// instead of being remapped to a spare block.
+    #[serde(default)]
+    pub scratch_copy: bool,
+}
+
+fn default_log_blocks() -> u32 {
+    8
 }
 
 fn default_op() -> f64 {
@@ -146,7 +174,41 @@ pub(crate) fn model(p: &FtlParams, capacity: u64) -> Result<Box<dyn Model>> {
     match p.mapping {
         FtlMapping::Page => Ok(Box::new(PageFtl::new(p, front, array)?)),
         FtlMapping::Block => Ok(Box::new(BlockFtl::new(p, front, array)?)),
+        FtlMapping::Bast | FtlMapping::Fast => log_block_model(p, front, array),
     }
+}
+
+fn log_block_model(p: &FtlParams, front: Front, array: NandArray) -> Result<Box<dyn Model>> {
+    let fast = p.mapping == FtlMapping::Fast;
+    require(
+        p.log_blocks > u32::from(fast),
+        "ftl: log_blocks must be at least 1 (bast) or 2 (fast: one sequential, the rest random)",
+    )?;
+    let bp = p.pages_per_block.saturating_mul(array.units() as u64);
+    let block_bytes = bp.saturating_mul(p.page_size);
+    require(
+        front.capacity % block_bytes == 0,
+        "ftl: log-block mapping needs capacity to be a multiple of page_size × pages_per_block × dies",
+    )?;
+    let logical = front.capacity / block_bytes;
+    let spare =
+        ((logical as f64 * p.over_provisioning).ceil() as u64).max(u64::from(p.log_blocks) + 1);
+    require(
+        logical.saturating_add(spare).saturating_mul(bp) < u64::from(NONE),
+        "ftl: too many pages to map (raise page_size)",
+    )?;
+    let core = logblock::Core::new(front, array, bp as u32, logical as u32, spare as u32);
+    Ok(if fast {
+        Box::new(logblock::LogFtl {
+            core,
+            scheme: fast::Fast::new(p.log_blocks),
+        })
+    } else {
+        Box::new(logblock::LogFtl {
+            core,
+            scheme: bast::Bast::new(p.log_blocks, bp as u32),
+        })
+    })
 }
 
 /// What both mappings share: geometry and the host side of a command.
@@ -573,6 +635,8 @@ struct BlockFtl {
     run: Option<Run>,
     /// Where the last write ended: a write starting there continues a run.
     last_write_end: u64,
+    /// A rewritten block keeps its place, going through a scratch block.
+    scratch: bool,
     dev_free: Nanos,
 }
 
@@ -603,6 +667,7 @@ impl BlockFtl {
             free: (0..blocks as u32).collect(),
             run: None,
             last_write_end: 0,
+            scratch: p.scratch_copy,
             dev_free: 0,
         })
     }
@@ -624,12 +689,17 @@ impl BlockFtl {
         }
     }
 
-    /// Erases physical block `pb` (its block on every die) and frees it.
-    fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+    /// Erases physical block `pb` (its block on every die).
+    fn erase(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
         for u in 0..self.units as usize {
             self.array.erase(u, t, st, cost);
         }
         st.erase_counts.add(u64::from(pb));
+    }
+
+    /// Erases physical block `pb` and frees it.
+    fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        self.erase(pb, t, st, cost);
         self.free.push_back(pb);
     }
 
@@ -695,17 +765,30 @@ impl BlockFtl {
         let old = self.map[lb as usize];
         if old == NONE {
             self.program_pages(pages, t, st, cost);
+        } else if self.scratch {
+            // The block keeps its place: out to the scratch block, erase it,
+            // back in merged; then the scratch block is erased for reuse.
+            self.copy_block(t, st, cost);
+            self.erase(old, t, st, cost);
+            self.copy_block(t, st, cost);
+            self.retire(pb, t, st, cost);
+            return Ok(());
         } else {
-            // Read the whole old block, then program all of it, merged.
-            for i in 0..self.block_pages {
-                let u = self.unit(i);
-                self.array.read(u, t, ps, st, cost);
-            }
-            self.program_pages(0..self.block_pages, t, st, cost);
+            self.copy_block(t, st, cost);
             self.retire(old, t, st, cost);
         }
         self.map[lb as usize] = pb;
         Ok(())
+    }
+
+    /// Reads a whole block and programs all of it elsewhere, merged.
+    fn copy_block(&mut self, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        let ps = self.front.page_size;
+        for i in 0..self.block_pages {
+            let u = self.unit(i);
+            self.array.read(u, t, ps, st, cost);
+        }
+        self.program_pages(0..self.block_pages, t, st, cost);
     }
 
     /// Starts a command when the device is free; returns when the
@@ -837,10 +920,12 @@ mod tests {
             write_command_us: 0.0,
             over_provisioning: op,
             gc_free_blocks: 2,
+            log_blocks: 8,
+            scratch_copy: false,
         }
     }
 
-    fn front() -> Front {
+    pub(super) fn front() -> Front {
         Front {
             sector_size: 512,
             capacity: 1 << 20,
@@ -852,7 +937,7 @@ mod tests {
         }
     }
 
-    fn array() -> NandArray {
+    pub(super) fn array() -> NandArray {
         ArraySpec {
             kind: "ftl",
             page_size: 4096,
@@ -877,10 +962,11 @@ mod tests {
     }
 
     /// Ganged blocks of 8 pages x 2 dies = 64 KB; 1 MiB holds 16 of them.
-    fn block_ftl() -> BlockFtl {
+    fn block_ftl(scratch_copy: bool) -> BlockFtl {
         let p = FtlParams {
             mapping: FtlMapping::Block,
             over_provisioning: 0.0,
+            scratch_copy,
             ..page_params(0.0)
         };
         BlockFtl::new(&p, front(), array()).unwrap()
@@ -938,8 +1024,8 @@ mod tests {
         }
 
         #[test]
-        fn block_mapping_never_loses_or_shares_a_block(ops in ops()) {
-            let mut f = block_ftl();
+        fn block_mapping_never_loses_or_shares_a_block(ops in ops(), scratch in any::<bool>()) {
+            let mut f = block_ftl(scratch);
             let mut st = DeviceStats::default();
             let mut at = 0;
             let mut seq = 0u64;

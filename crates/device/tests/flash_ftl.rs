@@ -53,6 +53,27 @@ fn block_mapped_small_write_is_read_erase_rewrite_of_the_block() {
 }
 
 #[test]
+fn block_mapped_scratch_copy_costs_the_block_twice_and_keeps_data() {
+    let mut d = ftl("block", "scratch_copy = true");
+    d.write(0, &[1; 16384]).unwrap();
+    let before = d.stats();
+    let at = d.clock();
+    let c = d.write_at(at, 4096, &[2; 4096]).unwrap();
+    let s = d.stats();
+    // Out to the scratch block and back: 8 reads, 8 programs, 2 erases.
+    assert_eq!(s.nand_page_reads - before.nand_page_reads, 8);
+    assert_eq!(s.nand_page_programs - before.nand_page_programs, 8);
+    assert_eq!(s.block_erases - before.block_erases, 2);
+    assert_eq!(
+        c.end - at,
+        1_000 + 2 * (4 * 10_000 + 4 * 100_000 + 1_000_000)
+    );
+    let mut buf = vec![0; 16384];
+    d.read(0, &mut buf).unwrap();
+    assert!(buf[..4096].iter().all(|&b| b == 1) && buf[4096..8192].iter().all(|&b| b == 2));
+}
+
+#[test]
 fn block_mapped_sequential_run_costs_only_programs_and_erases() {
     let mut d = ftl("block", "");
     d.write(0, &[1; 65536]).unwrap();
@@ -68,21 +89,22 @@ fn block_mapped_sequential_run_costs_only_programs_and_erases() {
 }
 
 #[test]
-fn flash_ssd_2005_small_random_write_rewrites_its_132_kb_block() {
+fn flash_ssd_2005_small_random_write_copies_its_132_kb_block_out_and_back() {
     let mut d = presets::open("flash-ssd-2005").unwrap();
     d.write(0, &vec![1; 1 << 20]).unwrap();
     let before = d.stats();
     let at = d.clock();
     let c = d.write_at(at, 5 * 131072 + 8192, &[2; 4096]).unwrap();
     let s = d.stats();
-    assert_eq!(s.nand_page_reads - before.nand_page_reads, 64);
-    assert_eq!(s.nand_page_programs - before.nand_page_programs, 64);
-    assert_eq!(s.block_erases - before.block_erases, 1);
-    // 790 us command + 4 KB at 150 MB/s + 64 x (25 us + 2 KB at 52 MB/s)
-    // + 64 x (2 KB at 52 MB/s + 645 us) + 2 ms erase.
+    assert_eq!(s.nand_page_reads - before.nand_page_reads, 128);
+    assert_eq!(s.nand_page_programs - before.nand_page_programs, 128);
+    assert_eq!(s.block_erases - before.block_erases, 2);
+    // 790 us command + 4 KB at 150 MB/s, then twice (to the scratch block
+    // and back) 64 x (25 us + 2 KB at 52 MB/s) + 64 x (2 KB at 52 MB/s +
+    // 250 us) + a 2 ms erase.
     let page_bus = 39_385;
     let expect =
-        790_000 + 27_307 + 64 * (25_000 + page_bus) + 64 * (page_bus + 645_000) + 2_000_000;
+        790_000 + 27_307 + 2 * (64 * (25_000 + page_bus) + 64 * (page_bus + 250_000) + 2_000_000);
     assert_eq!(c.end - at, expect);
 }
 
@@ -151,6 +173,10 @@ fn bad_ftl_specs_are_one_line_errors() {
     assert!(!bad("mapping = \"page\"\nover_provisioning = 0").contains('\n'));
     assert!(bad("mapping = \"page\"\nover_provisioning = 1e300").contains("too many"));
     assert!(bad("mapping = \"block\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(bad("mapping = \"bast\"\nover_provisioning = 1e300").contains("too many"));
+    assert!(bad("mapping = \"bast\"\nlog_blocks = 0").contains("log_blocks"));
+    assert!(bad("mapping = \"fast\"\nlog_blocks = 1").contains("log_blocks"));
+    assert!(bad("mapping = \"fast\"\ncapacity_x = 1").contains("capacity_x"));
     assert!(
         bad("mapping = \"page\"\nchannels = 100000\ndies_per_channel = 100000").contains("65536")
     );
@@ -161,10 +187,15 @@ proptest! {
 
     #[test]
     fn ftl_devices_round_trip_data_against_a_reference(
-        block in any::<bool>(),
+        mapping in 0usize..4,
         ops in proptest::collection::vec((0u64..2048, 1u64..24, any::<u8>(), prop::bool::weighted(0.1)), 1..200)
     ) {
-        let mut d = if block { ftl("block", "dies_per_channel = 2") } else { ftl("page", "channels = 2") };
+        let mut d = match mapping {
+            0 => ftl("block", "dies_per_channel = 2"),
+            1 => ftl("page", "channels = 2"),
+            2 => ftl("bast", "dies_per_channel = 2\nlog_blocks = 3"),
+            _ => ftl("fast", "channels = 2\nlog_blocks = 3"),
+        };
         let mut reference = vec![0u8; 1 << 20];
         for (sector, n, byte, trim) in ops {
             let n = n.min(2048 - sector);

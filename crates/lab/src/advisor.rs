@@ -66,13 +66,13 @@ pub enum DeviceClass {
 
 impl DeviceClass {
     /// From a model: disks are HDDs; flash without a page-mapping FTL (raw
-    /// NAND, block-mapped sticks and early drives) behaves as seed 000's flash
-    /// drive; page-mapped and DRAM SSDs are SSDs.
+    /// NAND, block- and log-block-mapped sticks and early drives) behaves as
+    /// seed 000's flash drive; page-mapped and DRAM SSDs are SSDs.
     pub fn of_model(m: &ModelSpec) -> DeviceClass {
         match m {
             ModelSpec::Hdd(_) => DeviceClass::Hdd,
             ModelSpec::Nand(_) => DeviceClass::FlashDrive,
-            ModelSpec::Ftl(p) if p.mapping == FtlMapping::Block => DeviceClass::FlashDrive,
+            ModelSpec::Ftl(p) if p.mapping != FtlMapping::Page => DeviceClass::FlashDrive,
             ModelSpec::Ftl(_) | ModelSpec::Dram(_) => DeviceClass::Ssd,
         }
     }
