@@ -11,6 +11,7 @@ mod profile;
 mod profile_path;
 mod progress;
 mod replay;
+mod serve;
 mod units;
 
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ enum Command {
     /// Replay a block trace (MSR, SPC, DiskSim, blkparse) on a device and
     /// report latency percentiles and device counters.
     Replay(replay::ReplayArgs),
+    /// Serve a device preset, spec, hybrid or file over NBD (loopback TCP or
+    /// a Unix socket), optionally at the model's real speed.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Kv(a) => return kv::run(a),
         Command::Hybrid(a) => return hybrid::run(a),
         Command::Replay(a) => return replay::run(a),
+        Command::Serve(a) => return serve::run(a),
     };
     match result {
         Ok(code) => code,
@@ -100,6 +105,7 @@ mod tests {
             "kv",
             "hybrid",
             "replay",
+            "serve",
             "create",
             "inspect",
             "put",
@@ -122,6 +128,11 @@ mod tests {
             "--hdd-size",
             "--force",
             "--trace",
+            "--socket",
+            "--listen",
+            "--pace",
+            "--once",
+            "--file",
             "--format",
             "--db",
             "--size",
