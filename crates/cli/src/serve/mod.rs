@@ -59,11 +59,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
     /// Size of the --file serve creates, a multiple of 4 KiB (e.g. 1g).
-    #[arg(long, requires = "file", value_parser = units::nonzero_size)]
+    #[arg(long, value_parser = units::nonzero_size)]
     size: Option<u64>,
     /// Serve an existing file flashkv did not create, or an unmounted block
     /// device: clients may overwrite all of it.
-    #[arg(long, requires = "file")]
+    #[arg(long)]
     force: bool,
     /// Listen on a Unix socket at this path (made by serve and removed when
     /// it ends; a stale socket nobody listens on is replaced).
@@ -127,6 +127,11 @@ fn open_target(a: &ServeArgs, created: &mut Created) -> Result<target::Target, C
 }
 
 fn run_inner(a: ServeArgs, created: &mut Created) -> Result<ExitCode, CliError> {
+    if a.file.is_none() && (a.size.is_some() || a.force) {
+        return Err(CliError::Usage(
+            "--size and --force apply to --file only".into(),
+        ));
+    }
     // Every argument is checked before a file or socket is made.
     let addr = match (&a.socket, &a.listen) {
         (Some(path), _) => {
