@@ -300,3 +300,79 @@ fn qemu_io_writes_patterns_and_reads_them_back_verified() {
         assert!(count(&r, "flushes") >= 1, "{r}");
     }
 }
+
+/// `qemu-img bench` on `--pace real hdd-7200`: 4 KiB random reads at one
+/// request outstanding land within 15 % of `flashkv profile --patterns rr`
+/// on the same preset. qemu-img bench only strides (by at most 2 GiB, 3 %
+/// of this disk's stroke), so each run reads one block at a uniformly random
+/// offset (-o), as the profiler does; the IOPS are runs over the summed
+/// times qemu-img reports. A timing claim, so ignored by default:
+/// `cargo test -p flashkv --profile ci --test serve -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn qemu_img_bench_random_reads_match_profile() {
+    use rand::{Rng, SeedableRng};
+    if !qemu("qemu-img") {
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args([
+            "profile",
+            "--device",
+            "hdd-7200",
+            "--patterns",
+            "rr",
+            "--block-sizes",
+            "4k",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let profile_iops = rows[0]["iops"].as_f64().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), &["--device", "hdd-7200", "--pace", "real"]);
+    let (c, go) = Client::go(&server.socket).unwrap();
+    c.disconnect();
+    let blocks = go.size / 4096;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+    const RUNS: u64 = 150;
+    let mut seconds = 0.0;
+    for _ in 0..RUNS {
+        let offset = rng.gen_range(0..blocks) * 4096;
+        let o = Command::new("qemu-img")
+            .args(["bench", "-f", "raw", "-c", "1", "-d", "1", "-s", "4k", "-o"])
+            .arg(offset.to_string())
+            .arg(format!("nbd+unix:///?socket={}", server.socket.display()))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let t = out
+            .split("Run completed in ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no time in {out}"));
+        seconds += t;
+    }
+    let (r, err) = server.stop();
+    assert_eq!(
+        count(&r, "reads"),
+        RUNS,
+        "qemu-img read nothing else: {err}"
+    );
+    let iops = RUNS as f64 / seconds;
+    let ratio = iops / profile_iops;
+    eprintln!(
+        "qemu-img bench {iops:.1} IOPS, profile {profile_iops:.1} IOPS: ratio {ratio:.3}; model mean {:.1} µs, late replies {}",
+        r["latency_us"]["mean"].as_f64().unwrap(),
+        count(&r, "late_replies")
+    );
+    assert!((0.85..=1.15).contains(&ratio), "ratio {ratio:.3}");
+}
