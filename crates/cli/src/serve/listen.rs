@@ -183,15 +183,20 @@ mod tests {
         assert!(check_socket(&f).is_err());
         assert_eq!(std::fs::read(&f).unwrap(), b"keep");
         let s = dir.path().join("s");
-        let live = Listener::unix(&s).unwrap();
+        let Ok(live) = Listener::unix(&s) else {
+            panic!("bind {}", s.display())
+        };
         assert!(check_socket(&s).is_err(), "someone is listening");
         // A server killed without cleaning up leaves its socket behind.
-        let Listener::Unix { _socket, .. } = live else {
+        let Listener::Unix { l, _socket, .. } = live else {
             unreachable!()
         };
+        drop(l);
         _socket.keep();
         assert!(s.exists() && check_socket(&s).is_ok(), "stale");
-        let again = Listener::unix(&s).unwrap();
+        let Ok(again) = Listener::unix(&s) else {
+            panic!("the stale socket is not replaced")
+        };
         drop(again);
         assert!(!s.exists(), "removed when the server ends");
     }

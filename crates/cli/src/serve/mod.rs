@@ -182,7 +182,8 @@ fn run_inner(a: ServeArgs, created: &mut Created) -> Result<ExitCode, CliError> 
 fn accept_loop(l: &Listener, shared: &Arc<Shared>, a: &ServeArgs) {
     let ended = Arc::new(AtomicUsize::new(0));
     let mut accepted = 0u64;
-    while !signal::stop_requested() && !(a.once && ended.load(Ordering::SeqCst) > 0) {
+    let done = |ended: &AtomicUsize| a.once && ended.load(Ordering::SeqCst) > 0;
+    while !signal::stop_requested() && !done(&ended) {
         if signal::take_report() {
             report(shared, a.json);
         }
