@@ -29,20 +29,7 @@ use listen::Listener;
 use pace::{Clock, Pace};
 use stats::{Head, Stats};
 
-/// Serve a device over NBD (the Network Block Device protocol,
-/// fixed-newstyle, with FLUSH and TRIM) on a loopback TCP address or a Unix
-/// socket, for qemu-io, qemu-img, fio's nbd engine, a VM or nbd-client.
-///
-/// The device is a preset, a --spec, a --hybrid of two presets (each in
-/// memory for this run only) or a real --file. A missing --file is created
-/// at --size with a 4 KiB flashkv header that is not exported; an existing
-/// file flashkv did not create, or a block device, is served only with
-/// --force. Requests of any alignment are served (partial sectors by
-/// read-modify-write); requests past the end get EINVAL.
-///
-/// Counters and a latency histogram (the model's service time per request)
-/// are printed when the server ends (Ctrl-C, SIGTERM, or the first client
-/// leaving with --once) and on SIGUSR1.
+/// Where and how to serve (the command's help is on `Command::Serve`).
 #[derive(Args)]
 #[command(group = ArgGroup::new("target").required(true).args(["device", "spec", "hybrid", "file"]))]
 pub struct ServeArgs {
