@@ -11,6 +11,7 @@ mod profile;
 mod profile_path;
 mod progress;
 mod replay;
+mod serve;
 mod units;
 
 use std::process::ExitCode;
@@ -51,6 +52,23 @@ enum Command {
     /// Replay a block trace (MSR, SPC, DiskSim, blkparse) on a device and
     /// report latency percentiles and device counters.
     Replay(replay::ReplayArgs),
+    /// Serve a device preset, spec, hybrid or file over NBD (loopback TCP or
+    /// a Unix socket), optionally at the model's real speed.
+    ///
+    /// NBD (the Network Block Device protocol, fixed-newstyle, with FLUSH
+    /// and TRIM) lets unmodified programs use the device: qemu-io, qemu-img,
+    /// fio's nbd engine, a VM (`-drive file=nbd:unix:SOCKET,format=raw`) or
+    /// the kernel's nbd-client. A preset, spec or hybrid lives in memory for
+    /// this run only. A missing --file is created at --size with a 4 KiB
+    /// flashkv header that is not exported; an existing file flashkv did not
+    /// create, or a block device, is served only with --force. Requests of
+    /// any alignment are served (partial sectors by read-modify-write);
+    /// requests past the end get EINVAL.
+    ///
+    /// Counters and a latency histogram (the model's service time per
+    /// request) are printed on stdout when the server ends (Ctrl-C, SIGTERM,
+    /// or the first client leaving with --once) and on SIGUSR1.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +90,7 @@ fn main() -> ExitCode {
         Command::Kv(a) => return kv::run(a),
         Command::Hybrid(a) => return hybrid::run(a),
         Command::Replay(a) => return replay::run(a),
+        Command::Serve(a) => return serve::run(a),
     };
     match result {
         Ok(code) => code,
@@ -100,6 +119,7 @@ mod tests {
             "kv",
             "hybrid",
             "replay",
+            "serve",
             "create",
             "inspect",
             "put",
@@ -122,6 +142,11 @@ mod tests {
             "--hdd-size",
             "--force",
             "--trace",
+            "--socket",
+            "--listen",
+            "--pace",
+            "--once",
+            "--file",
             "--format",
             "--db",
             "--size",

@@ -86,6 +86,9 @@ const COMMANDS: &[&[&str]] = &[
         "replay", "--trace", "P", "--format", "msr", "--device", "nvme",
     ],
     &["lab", "advisor", "--quick", "--out", "P"],
+    &["serve", "--file", "P", "--socket", "N"],
+    &["serve", "--spec", "P", "--socket", "N"],
+    &["serve", "--device", "nvme", "--socket", "P"],
 ];
 
 fn args_for<'a>(cmd: &[&'a str], p: &'a str, n: &'a str) -> Vec<&'a str> {

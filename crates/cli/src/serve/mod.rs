@@ -1,0 +1,233 @@
+//! `flashkv serve`: export an emulated device (or a file) over NBD, so
+//! unmodified programs (qemu, fio, a VM, the kernel's nbd client) run on it.
+
+mod conn;
+mod export;
+mod handshake;
+mod listen;
+mod nbd;
+mod pace;
+mod signal;
+mod stats;
+mod target;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use clap::{ArgGroup, Args};
+
+use crate::error::CliError;
+use crate::files::Created;
+use crate::units;
+use conn::Shared;
+use export::Export;
+use handshake::ExportInfo;
+use listen::Listener;
+use pace::{Clock, Pace};
+use stats::{Head, Stats};
+
+/// Where and how to serve (the command's help is on `Command::Serve`).
+#[derive(Args)]
+#[command(group = ArgGroup::new("target").required(true).args(["device", "spec", "hybrid", "file"]))]
+pub struct ServeArgs {
+    /// A device preset (see `flashkv devices`).
+    #[arg(long, value_name = "NAME")]
+    device: Option<String>,
+    /// A device spec file (TOML; same fields as a preset).
+    #[arg(long, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
+    #[arg(long, value_name = "SSD,HDD")]
+    hybrid: Option<String>,
+    /// A real file or block device to serve (created at --size if missing).
+    #[arg(long, value_name = "PATH")]
+    file: Option<PathBuf>,
+    /// Size of the --file serve creates, a multiple of 4 KiB (e.g. 1g).
+    #[arg(long, value_parser = units::nonzero_size)]
+    size: Option<u64>,
+    /// Serve an existing file flashkv did not create, or an unmounted block
+    /// device: clients may overwrite all of it.
+    #[arg(long)]
+    force: bool,
+    /// Listen on a Unix socket at this path (made by serve and removed when
+    /// it ends; a stale socket nobody listens on is replaced).
+    #[arg(long, value_name = "PATH", conflicts_with = "listen")]
+    socket: Option<PathBuf>,
+    /// Listen on this TCP address [default: 127.0.0.1:10809]; port 0 picks a
+    /// free port. Loopback only unless --allow-remote.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// Accept a --listen address other than loopback (NBD has no
+    /// authentication: anyone who can connect can read and write).
+    #[arg(long, requires = "listen")]
+    allow_remote: bool,
+    /// `none`: answer each request as soon as the model has costed it,
+    /// issuing requests back to back on the model's clock. `real`: map the
+    /// model's virtual time onto wall time since the server started (as FEMU
+    /// does) and hold each reply until the model completes the request, so
+    /// clients see the emulated device's speed. Not for --file, which the
+    /// hardware paces.
+    #[arg(long, value_enum, default_value_t = Pace::None)]
+    pace: Pace,
+    /// Exit when the first client disconnects.
+    #[arg(long)]
+    once: bool,
+    /// Print the report as one JSON object per line on stdout (on exit and
+    /// on SIGUSR1); messages go to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How often the accept loop looks at the signal flags.
+const TICK: Duration = Duration::from_millis(100);
+
+pub fn run(a: ServeArgs) -> ExitCode {
+    // A --file serve makes is kept when the server ran; the socket goes
+    // with the listener either way.
+    let mut created = Created::default();
+    match run_inner(a, &mut created) {
+        Ok(code) => {
+            created.keep();
+            code
+        }
+        Err(e) => e.exit(),
+    }
+}
+
+fn open_target(a: &ServeArgs, created: &mut Created) -> Result<target::Target, CliError> {
+    if a.file.is_some() && a.pace == Pace::Real {
+        return Err(CliError::Usage(
+            "--pace real applies to simulated devices; a --file runs at its hardware's speed"
+                .into(),
+        ));
+    }
+    match (&a.device, &a.spec, &a.hybrid, &a.file) {
+        (Some(name), ..) => target::preset(name),
+        (_, Some(path), ..) => target::spec(path),
+        (_, _, Some(pair), _) => target::hybrid(pair),
+        (_, _, _, Some(path)) => target::file(path, a.size, a.force, created),
+        _ => unreachable!("clap requires one target"),
+    }
+}
+
+fn run_inner(a: ServeArgs, created: &mut Created) -> Result<ExitCode, CliError> {
+    if a.file.is_none() && (a.size.is_some() || a.force) {
+        return Err(CliError::Usage(
+            "--size and --force apply to --file only".into(),
+        ));
+    }
+    // Every argument is checked before a file or socket is made.
+    let addr = match (&a.socket, &a.listen) {
+        (Some(path), _) => {
+            listen::check_socket(path)?;
+            None
+        }
+        (None, l) => Some(listen::tcp_address(
+            l.as_deref().unwrap_or("127.0.0.1:10809"),
+            a.allow_remote,
+        )?),
+    };
+    let t = open_target(&a, created)?;
+    let listener = match (&a.socket, addr) {
+        (Some(path), _) => Listener::unix(path)?,
+        (None, Some(addr)) => Listener::tcp(addr)?,
+        (None, None) => unreachable!("an address when there is no socket"),
+    };
+    let export = Export::new(t.dev, t.base, t.size);
+    let info = ExportInfo {
+        name: t.name.clone(),
+        size: t.size,
+        flags: nbd::TFLAG_HAS_FLAGS | nbd::TFLAG_SEND_FLUSH | nbd::TFLAG_SEND_TRIM,
+        min_block: export.sector() as u32,
+    };
+    let shared = Arc::new(Shared {
+        export: Mutex::new(export),
+        stats: Mutex::new(Stats::default()),
+        clock: Clock::new(a.pace),
+        info,
+    });
+    signal::install();
+    eprintln!(
+        "serving {} ({}, pace {}) on {}",
+        t.name,
+        units::human(t.size),
+        a.pace.name(),
+        listener.uri()
+    );
+    accept_loop(&listener, &shared, &a);
+    finish(&shared);
+    report(&shared, a.json);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Accepts clients, each served on its own thread, until a signal ends the
+/// server or, with --once, the first client has left. Clients still
+/// connected then are cut off when the process exits.
+fn accept_loop(l: &Listener, shared: &Arc<Shared>, a: &ServeArgs) {
+    let ended = Arc::new(AtomicUsize::new(0));
+    let mut accepted = 0u64;
+    let done = |ended: &AtomicUsize| a.once && ended.load(Ordering::SeqCst) > 0;
+    while !signal::stop_requested() && !done(&ended) {
+        if signal::take_report() {
+            report(shared, a.json);
+        }
+        if a.once && accepted > 0 {
+            std::thread::sleep(TICK);
+            continue;
+        }
+        match l.accept(TICK) {
+            Ok(Some(c)) => {
+                accepted += 1;
+                let (shared, ended) = (Arc::clone(shared), Arc::clone(&ended));
+                std::thread::spawn(move || {
+                    client(c, &shared, accepted);
+                    ended.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            Ok(None) => {}
+            Err(e) => {
+                // Out of descriptors and the like: say so, keep serving.
+                eprintln!("serve: accept failed: {e}");
+                std::thread::sleep(TICK);
+            }
+        }
+    }
+}
+
+fn client(c: listen::Conn, shared: &Shared, id: u64) {
+    eprintln!("client {id} connected");
+    match conn::serve(c.r, c.w, shared) {
+        Ok(()) => eprintln!("client {id} disconnected"),
+        Err(e) => eprintln!("client {id}: connection closed: {e}"),
+    }
+}
+
+/// Makes every acknowledged write durable before the server exits.
+fn finish(shared: &Shared) {
+    let mut e = shared.export.lock().unwrap_or_else(PoisonError::into_inner);
+    let at = shared.clock.issue(e.clock());
+    if let Err(errno) = e.flush(at) {
+        eprintln!("serve: the final flush failed (error {})", errno.0);
+    }
+}
+
+fn report(shared: &Shared, json: bool) {
+    let device = match shared.export.lock() {
+        Ok(e) => e.device().stats(),
+        Err(p) => p.into_inner().device().stats(),
+    };
+    let head = Head {
+        export: shared.info.name.clone(),
+        size: shared.info.size,
+        pace: shared.clock.pace().name(),
+    };
+    let r = shared.stats().report(head, device);
+    if json {
+        r.print_json();
+    } else {
+        r.print_human();
+    }
+}
