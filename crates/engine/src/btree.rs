@@ -573,8 +573,66 @@ impl Tree<'_> {
             self.remove_child(&path[..path.len() - 1], key)?;
             self.free_page(leaf)?;
             self.shrink_root()?;
+        } else if path.len() > 1 {
+            self.merge_underfull(&path, key)?;
         }
         Ok(true)
+    }
+
+    /// Merges the leaf at the end of `path` with a sibling under the same
+    /// parent when it is less than a quarter full and both fit one page:
+    /// the right one's cells join the left one, which takes its place in
+    /// the leaf chain, and the right one's page is freed.
+    fn merge_underfull(&mut self, path: &[PageId], key: &[u8]) -> Result<()> {
+        let (leaf, parent) = (path[path.len() - 1], path[path.len() - 2]);
+        let cap = Page::capacity(self.store.page_size());
+        if self.page(leaf)?.used() * 4 >= cap {
+            return Ok(());
+        }
+        let p = self.page(parent)?.clone();
+        let at = child_index(&p, key);
+        let child = |i: usize| {
+            if i == 0 {
+                Ok(p.next())
+            } else {
+                child_at(&p, i - 1)
+            }
+        };
+        // The leaf with its left sibling, else with its right one, if they fit one page.
+        let pairs = [(at > 0).then(|| at - 1), (at < p.len()).then_some(at)];
+        let mut found = None;
+        for left_at in pairs.into_iter().flatten() {
+            let (left, right) = (child(left_at)?, child(left_at + 1)?);
+            let (l, r) = (self.page(left)?.clone(), self.page(right)?.clone());
+            if l.kind() == Kind::Leaf && r.kind() == Kind::Leaf && l.used() + r.used() <= cap {
+                found = Some((left_at + 1, left, right, l, r));
+                break;
+            }
+        }
+        let Some((right_at, left, right, l, r)) = found else {
+            return Ok(());
+        };
+        let separator = p.key(right_at - 1).to_vec();
+        if self.disk.journal.is_some() {
+            // As operations: the log takes the moved cells, not the page.
+            let ops = (0..r.len())
+                .map(|i| Op::Insert(r.key(i).to_vec(), r.val(i).to_vec()))
+                .chain([Op::SetNext(r.next())]);
+            self.rewrite_by_ops(left, ops)?;
+        } else {
+            let mut merged = l.clone();
+            for i in 0..r.len() {
+                merged.insert_at(merged.len(), r.key(i), r.val(i));
+            }
+            merged.set_next(r.next());
+            self.put_whole(merged)?;
+        }
+        if r.next() != NO_PAGE {
+            self.apply(r.next(), Op::SetPrev(left))?;
+        }
+        self.apply(parent, Op::Delete(separator))?;
+        self.free_page(right)?;
+        self.shrink_root()
     }
 
     /// Joins the siblings of an empty leaf to each other.
@@ -759,14 +817,20 @@ impl Tree<'_> {
     /// write-ahead log where an image costs the page. The page store still
     /// writes the leaf whole (no in-page log for it: `log_cap` 0).
     fn shrink_leaf(&mut self, node: &Page, sep: &[u8], stays: Option<Op>, rid: PageId) -> Result<()> {
-        let id = node.id();
         let moved = (0..node.len()).map(|i| node.key(i)).filter(|k| *k >= sep);
         let ops: Vec<Op> = moved
             .map(|k| Op::Delete(k.to_vec()))
             .chain(stays)
             .chain([Op::SetNext(rid)])
             .collect();
-        // Resident and pinned from the first operation on.
+        self.rewrite_by_ops(node.id(), ops)
+    }
+
+    /// Applies `ops` to page `id` for the write-ahead log, while the page
+    /// store writes the page whole (no in-page log: `log_cap` 0), as it
+    /// would a page rewritten whole.
+    fn rewrite_by_ops(&mut self, id: PageId, ops: impl IntoIterator<Item = Op>) -> Result<()> {
+        // Resident, and pinned from the first operation on.
         self.pool.get(self.store, self.disk, id)?;
         for op in ops {
             self.pool.apply(id, op, 0)?;

@@ -199,3 +199,45 @@ fn deleting_everything_gives_the_pages_back() {
         }
     }
 }
+
+/// Deleting most keys at random leaves few, reasonably full leaves:
+/// underfull leaves merge with a sibling.
+#[test]
+fn underfull_leaves_merge() {
+    for kind in kinds() {
+        let db = Db::open(dram(), Options::default().store(kind).buffer_pages(64)).unwrap();
+        let mut rng = SmallRng::seed_from_u64(11);
+        let keys: Vec<u64> = (0..6000u64).collect();
+        for k in &keys {
+            db.put(&k.to_be_bytes(), &[1u8; 60]).unwrap();
+        }
+        let before = db.shape().unwrap();
+        let mut live = std::collections::BTreeSet::new();
+        for k in &keys {
+            if rng.gen_ratio(1, 10) {
+                live.insert(*k);
+            } else {
+                assert!(db.delete(&k.to_be_bytes()).unwrap());
+            }
+        }
+        let after = db.shape().unwrap();
+        assert_eq!(after.keys, live.len() as u64);
+        assert!(
+            after.leaf_fill >= 0.25,
+            "{kind:?}: fill {:.3}, {after:?}",
+            after.leaf_fill
+        );
+        assert!(
+            after.leaf_pages * 4 <= before.leaf_pages,
+            "{kind:?}: {before:?} -> {after:?}"
+        );
+        let got: Vec<u64> = db
+            .range(..)
+            .map(|r| u64::from_be_bytes(r.unwrap().0.try_into().unwrap()))
+            .collect();
+        assert!(
+            got.into_iter().eq(live.into_iter()),
+            "{kind:?}: contents differ after merges"
+        );
+    }
+}
