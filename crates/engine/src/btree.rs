@@ -365,7 +365,8 @@ impl Tree<'_> {
 
     /// Page ids from the root to the leaf covering `key`.
     fn path(&mut self, key: &[u8]) -> Result<Vec<PageId>> {
-        let mut path = vec![self.meta.root];
+        let mut path = Vec::with_capacity(8);
+        path.push(self.meta.root);
         loop {
             let id = *path.last().unwrap();
             let p = self.page(id)?;
@@ -762,19 +763,7 @@ impl Tree<'_> {
             self.put_whole(right)?;
             return Ok((key, rid));
         }
-        let mut cells: Vec<(Vec<u8>, Vec<u8>)> = (0..node.len())
-            .map(|i| (node.key(i).to_vec(), node.val(i).to_vec()))
-            .collect();
-        let pos = match cells.binary_search_by(|(k, _)| k[..].cmp(&key)) {
-            Ok(i) => {
-                cells[i].1 = cell;
-                i
-            }
-            Err(i) => {
-                cells.insert(i, (key, cell));
-                i
-            }
-        };
+        let (cells, pos) = with_cell(&node, &key, &cell);
         let at = split_point(&cells);
         for (i, (k, v)) in cells[at..].iter().enumerate() {
             right.insert_at(i, k, v);
@@ -783,22 +772,20 @@ impl Tree<'_> {
         let old_next = node.next();
         right.set_next(old_next);
         right.set_prev(id);
-        let sep = cells[at].0.clone();
+        let sep = cells[at].0.to_vec();
         if self.disk.journal.is_some() {
             // The new key, if it stays in this leaf.
-            let stays = (pos < at).then(|| {
-                let (k, v) = cells.swap_remove(pos);
-                if replace {
-                    Op::Update(k, v)
-                } else {
-                    Op::Insert(k, v)
-                }
+            let stays = (pos < at).then_some(match replace {
+                true => Op::Update(key, cell),
+                false => Op::Insert(key, cell),
             });
             self.shrink_leaf(&node, &sep, stays, rid)?;
             debug_assert_eq!(self.pool.peek(id).map(Page::len), Some(at), "left half of a split");
         } else {
+            let left: Vec<(Vec<u8>, Vec<u8>)> =
+                cells[..at].iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             node.clear_cells();
-            for (i, (k, v)) in cells[..at].iter().enumerate() {
+            for (i, (k, v)) in left.iter().enumerate() {
                 node.insert_at(i, k, v);
             }
             node.set_next(rid);
@@ -1044,15 +1031,31 @@ fn overlaps(p: &Page, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     above(last, lo) && below(first, hi)
 }
 
+/// A leaf's cells with `key`'s cell put in (replacing the key's old one),
+/// borrowed, and where it went.
+fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<(&'a [u8], &'a [u8])>, usize) {
+    let mut cells: Vec<(&[u8], &[u8])> = Vec::with_capacity(node.len() + 1);
+    cells.extend((0..node.len()).map(|i| (node.key(i), node.val(i))));
+    let pos = match node.search(key) {
+        Ok(i) => {
+            cells[i].1 = cell;
+            i
+        }
+        Err(i) => {
+            cells.insert(i, (key, cell));
+            i
+        }
+    };
+    (cells, pos)
+}
+
 /// Index of the first cell of the right half: about half the bytes each side.
-fn split_point(cells: &[(Vec<u8>, Vec<u8>)]) -> usize {
-    let total: usize = cells
-        .iter()
-        .map(|(k, v)| Page::cell_size(k.len(), v.len()))
-        .sum();
+fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
+    let size = |(k, v): &(K, V)| Page::cell_size(k.as_ref().len(), v.as_ref().len());
+    let total: usize = cells.iter().map(size).sum();
     let mut acc = 0;
-    for (i, (k, v)) in cells.iter().enumerate() {
-        acc += Page::cell_size(k.len(), v.len());
+    for (i, c) in cells.iter().enumerate() {
+        acc += size(c);
         if acc * 2 >= total {
             return (i + 1).clamp(1, cells.len() - 1);
         }

@@ -381,9 +381,10 @@ impl BufferPool {
         self.save(id);
         let f = self.frames.get_mut(&id).expect("page is resident");
         f.page.apply(&op)?;
-        match self.changes.entry(id).or_insert(Change::Ops {
+        match self.changes.entry(id).or_insert_with(|| Change::Ops {
             count: 0,
-            bytes: Vec::new(),
+            // Room for a few operations: one growth, not one per operation.
+            bytes: Vec::with_capacity(4 * op.encoded_len()),
         }) {
             // Operations outweighing the page are logged as its image.
             Change::Ops { count, bytes } if *count == u16::MAX || bytes.len() >= f.page.size() => {
