@@ -1031,10 +1031,13 @@ fn overlaps(p: &Page, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
     above(last, lo) && below(first, hi)
 }
 
+/// A cell's key and value, borrowed.
+type CellRef<'a> = (&'a [u8], &'a [u8]);
+
 /// A leaf's cells with `key`'s cell put in (replacing the key's old one),
 /// borrowed, and where it went.
-fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<(&'a [u8], &'a [u8])>, usize) {
-    let mut cells: Vec<(&[u8], &[u8])> = Vec::with_capacity(node.len() + 1);
+fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<'a>>, usize) {
+    let mut cells: Vec<CellRef> = Vec::with_capacity(node.len() + 1);
     cells.extend((0..node.len()).map(|i| (node.key(i), node.val(i))));
     let pos = match node.search(key) {
         Ok(i) => {
