@@ -121,15 +121,30 @@ fn reading_commands_open_the_store_read_only() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
-    assert!(flashkv(&["kv", "--db", db, "--create", "put", "k", "v"]).status.success());
+    assert!(flashkv(&["kv", "--db", db, "--create", "put", "k", "v"])
+        .status
+        .success());
     let before = std::fs::read(db).unwrap();
-    for cmd in [&["get", "k"][..], &["scan"], &["count"], &["export"], &["stats"]] {
+    for cmd in [
+        &["get", "k"][..],
+        &["scan"],
+        &["count"],
+        &["export"],
+        &["stats"],
+    ] {
         let mut args = vec!["kv", "--db", db];
         args.extend_from_slice(cmd);
         let out = flashkv(&args);
-        assert!(out.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A reader writes nothing: no checkpoint on open or close.
-        assert!(std::fs::read(db).unwrap() == before, "{cmd:?} wrote the store");
+        assert!(
+            std::fs::read(db).unwrap() == before,
+            "{cmd:?} wrote the store"
+        );
     }
     let out = flashkv(&["kv", "--db", db, "get", "k"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "v");

@@ -780,10 +780,16 @@ impl Tree<'_> {
                 false => Op::Insert(key, cell),
             });
             self.shrink_leaf(&node, &sep, stays, rid)?;
-            debug_assert_eq!(self.pool.peek(id).map(Page::len), Some(at), "left half of a split");
+            debug_assert_eq!(
+                self.pool.peek(id).map(Page::len),
+                Some(at),
+                "left half of a split"
+            );
         } else {
-            let left: Vec<(Vec<u8>, Vec<u8>)> =
-                cells[..at].iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            let left: Vec<(Vec<u8>, Vec<u8>)> = cells[..at]
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect();
             node.clear_cells();
             for (i, (k, v)) in left.iter().enumerate() {
                 node.insert_at(i, k, v);
@@ -803,7 +809,13 @@ impl Tree<'_> {
     /// left of `sep`; the new sibling link): a few hundred bytes in the
     /// write-ahead log where an image costs the page. The page store still
     /// writes the leaf whole (no in-page log for it: `log_cap` 0).
-    fn shrink_leaf(&mut self, node: &Page, sep: &[u8], stays: Option<Op>, rid: PageId) -> Result<()> {
+    fn shrink_leaf(
+        &mut self,
+        node: &Page,
+        sep: &[u8],
+        stays: Option<Op>,
+        rid: PageId,
+    ) -> Result<()> {
         let moved = (0..node.len()).map(|i| node.key(i)).filter(|k| *k >= sep);
         let ops: Vec<Op> = moved
             .map(|k| Op::Delete(k.to_vec()))

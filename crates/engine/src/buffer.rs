@@ -22,8 +22,8 @@ use std::sync::Mutex;
 use crate::error::Result;
 use crate::io::Disk;
 use crate::page::{Kind, Op, Page, PageId};
-use crate::redo;
 use crate::policy::{FrameInfo, FrameView, Policy};
+use crate::redo;
 use crate::store::PageStore;
 
 /// A resident page.
@@ -220,7 +220,10 @@ impl BufferPool {
     pub fn unimaged(&self) -> usize {
         debug_assert_eq!(
             self.unimaged,
-            self.dirty.iter().filter(|p| !self.imaged.contains(p)).count(),
+            self.dirty
+                .iter()
+                .filter(|p| !self.imaged.contains(p))
+                .count(),
             "count of dirty pages without an image"
         );
         self.unimaged

@@ -116,7 +116,11 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
 impl StoreFile {
     /// Takes the file's lock, exclusive or shared, without waiting.
     fn lock(&self, exclusive: bool) -> Result<()> {
-        let how = if exclusive { libc::LOCK_EX } else { libc::LOCK_SH };
+        let how = if exclusive {
+            libc::LOCK_EX
+        } else {
+            libc::LOCK_SH
+        };
         // SAFETY: flock only reads its integer arguments; the descriptor is
         // owned by `self.file` and open for the duration of the call.
         let rc = unsafe { libc::flock(self.file.as_raw_fd(), how | libc::LOCK_NB) };

@@ -250,7 +250,10 @@ mod tests {
         let rec = w.finish();
         let (head, tail) = page.live_spans();
         assert!(tail - head > 1500, "the gap is most of the page");
-        assert_eq!(rec.len(), IMAGES_HDR + IMAGE_OVERHEAD + 4 + head + 4096 - tail);
+        assert_eq!(
+            rec.len(),
+            IMAGES_HDR + IMAGE_OVERHEAD + 4 + head + 4096 - tail
+        );
         let back = decode_images(&rec, 4096).unwrap().pop().unwrap();
         assert_eq!(back.len(), page.len());
         for i in 0..page.len() {

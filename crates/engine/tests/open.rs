@@ -174,7 +174,10 @@ fn read_only_opens_share_a_store_and_write_nothing() {
     assert_eq!(b.scan(..).unwrap().len(), 500);
     assert_eq!(b.scan_with(.., true, 3, |_, _| {}).unwrap(), 3);
     assert!(matches!(a.put(b"k", b"v"), Err(Error::ReadOnly)));
-    assert!(matches!(a.delete(&7u32.to_be_bytes()), Err(Error::ReadOnly)));
+    assert!(matches!(
+        a.delete(&7u32.to_be_bytes()),
+        Err(Error::ReadOnly)
+    ));
     a.flush().unwrap();
     a.checkpoint().unwrap();
     a.close().unwrap();
@@ -200,15 +203,22 @@ fn a_read_only_open_leaves_recovery_to_a_writer() {
     let e = Db::open_read_only(&path, Options::default()).err().unwrap();
     assert!(matches!(e, Error::NeedsRecovery), "{e}");
     assert_untouched(&path, &before, "refused read-only open");
-    Db::open_path(&path, Options::default()).unwrap().close().unwrap();
+    Db::open_path(&path, Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
     let r = Db::open_read_only(&path, Options::default()).unwrap();
     assert_eq!(r.get(b"kept").unwrap().as_deref(), Some(&b"yes"[..]));
     // Missing and foreign files are refused as by a writer.
-    let e = Db::open_read_only(dir.path().join("none"), Options::default()).err().unwrap();
+    let e = Db::open_read_only(dir.path().join("none"), Options::default())
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::NoStore { .. }), "{e}");
     let foreign = dir.path().join("notes.txt");
     std::fs::write(&foreign, b"meeting notes\n").unwrap();
-    let e = Db::open_read_only(&foreign, Options::default()).err().unwrap();
+    let e = Db::open_read_only(&foreign, Options::default())
+        .err()
+        .unwrap();
     assert!(matches!(e, Error::NotAStoreFile { .. }), "{e}");
     assert_untouched(&foreign, b"meeting notes\n", "foreign read-only open");
 }

@@ -174,7 +174,11 @@ fn fresh(path: &Path) -> Result<bool, Fail> {
 fn reads_only(cmd: &KvCmd) -> bool {
     matches!(
         cmd,
-        KvCmd::Get { .. } | KvCmd::Scan(_) | KvCmd::Count { .. } | KvCmd::Export { .. } | KvCmd::Stats
+        KvCmd::Get { .. }
+            | KvCmd::Scan(_)
+            | KvCmd::Count { .. }
+            | KvCmd::Export { .. }
+            | KvCmd::Stats
     )
 }
 

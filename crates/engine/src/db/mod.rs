@@ -170,7 +170,13 @@ impl Db {
     /// not hold a flashkv store is refused with [`Error::NotAStore`] before
     /// anything is written.
     pub fn open(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, None, opts, Mode::Create, None)?))
+        Ok(Db::from_core(Core::open(
+            device,
+            None,
+            opts,
+            Mode::Create,
+            None,
+        )?))
     }
 
     /// Like [`Db::open`], with the write-ahead log on a device of its own
@@ -194,7 +200,13 @@ impl Db {
 
     /// Opens the store on `device`; a blank device is [`Error::NotAStore`] too.
     pub fn open_existing(device: Box<dyn BlockDevice>, opts: Options) -> Result<Db> {
-        Ok(Db::from_core(Core::open(device, None, opts, Mode::Existing, None)?))
+        Ok(Db::from_core(Core::open(
+            device,
+            None,
+            opts,
+            Mode::Existing,
+            None,
+        )?))
     }
 
     /// Creates a store in the file at `path`, which must be missing or
@@ -417,7 +429,9 @@ impl Db {
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        self.scan_with(range, reverse, limit, |k, v| out.push((k.to_vec(), v.to_vec())))?;
+        self.scan_with(range, reverse, limit, |k, v| {
+            out.push((k.to_vec(), v.to_vec()))
+        })?;
         Ok(out)
     }
 
@@ -681,7 +695,13 @@ impl Core {
     /// Makes an opened store ready for writing: replays `records`, copies
     /// them into a new epoch, creates the tree of a new store, and
     /// checkpoints.
-    fn start(&mut self, records: Vec<(u8, Vec<u8>)>, mut wal: Wal, log: bool, created: bool) -> Result<()> {
+    fn start(
+        &mut self,
+        records: Vec<(u8, Vec<u8>)>,
+        mut wal: Wal,
+        log: bool,
+        created: bool,
+    ) -> Result<()> {
         let recovered = !records.is_empty();
         self.recover(records)?;
         if recovered {
@@ -1028,7 +1048,11 @@ impl Core {
     fn checkpoint(&mut self) -> Result<()> {
         if self.read_only {
             // Nothing was changed, so there is nothing to write.
-            debug_assert_eq!(self.pool.dirty_len(), 0, "a read-only store has dirty pages");
+            debug_assert_eq!(
+                self.pool.dirty_len(),
+                0,
+                "a read-only store has dirty pages"
+            );
             return Ok(());
         }
         self.pool.flush_all(&mut *self.store, &mut self.disk)?;
