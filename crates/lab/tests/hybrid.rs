@@ -73,36 +73,36 @@ fn json_rows_have_exactly_the_issues_fields() {
     assert_eq!(v["config"], "hdd");
 }
 
-/// The seed's set-up: the database's log on a disk of its own.
-fn seed_setup(config: Config, seed: u64) -> flashkv_lab::hybrid::Run {
-    let ssd = flashkv_device::presets::get("ssd-lowend").unwrap();
-    let policy = flashkv_hybrid::Options::default();
-    let setup = flashkv_lab::hybrid::Setup {
-        ssd: &ssd,
-        policy: &policy,
-        log_disk: true,
-        scratch: None,
-    };
-    flashkv_lab::hybrid::measure_on(config, small(), seed, setup).unwrap()
-}
-
-/// The seed's set-up (log on its own disk) keeps the seed's hybrid ratios.
+/// The seed's set-up puts the database's log on a disk of its own: it
+/// serves the commits, a log write for every read-write transaction (92 %
+/// of the mix; order status and stock level only read).
 #[test]
-fn with_the_log_on_its_own_disk_the_hybrid_keeps_the_seeds_ratios() {
-    assert_seed_ratios(|c| seed_setup(c, 7).row.tps);
-    // The log disk served the commits: a log write for every read-write
-    // transaction (92 % of the mix; order status and stock level only read).
-    let r = seed_setup(Config::Hdd, 2);
+fn the_log_disk_serves_the_commits() {
+    let r = measure(Config::Hdd, small(), 2).unwrap();
     let log = &r
         .devices
         .iter()
         .find(|(n, _)| *n == "log")
         .expect("log trace")
         .1;
-    let log_writes = log.iter().filter(|io| io.write && io.start < r.end).count() as u64;
+    let log_writes = log.iter().filter(|io| io.write).count() as u64;
     assert!(
         log_writes * 10 >= r.row.transactions * 8,
         "{log_writes} log writes for {} transactions",
         r.row.transactions
     );
+}
+
+/// Prints the small scale's rows, to see what the must-hold sees.
+#[test]
+#[ignore]
+fn print_small_scale() {
+    for c in [Config::Hdd, Config::Ssd, Config::Hybrid] {
+        let r = measure(c, small(), 7).unwrap();
+        eprintln!(
+            "{c:?} {:.2} wb {:?}",
+            r.row.tps,
+            r.write_back.map(|w| w.seconds)
+        );
+    }
 }
