@@ -142,22 +142,15 @@ type Job = (Config, bool, bool);
 /// The seed's configuration first (the headline rows), then the what-ifs,
 /// each changing one thing: the hybrid with promotion, and the log on the
 /// device under test.
-fn jobs(quick: bool) -> Vec<Job> {
-    let mut jobs = vec![
-        (Config::Hdd, false, true),
-        (Config::Ssd, false, true),
-        (Config::Hybrid, false, true),
-        (Config::Hybrid, true, true),
-    ];
-    // Skipped in quick runs: the three runs with the log on the same device
-    // take about as long as the headline's.
-    if !quick {
-        for c in [Config::Hdd, Config::Ssd, Config::Hybrid] {
-            jobs.push((c, false, false));
-        }
-    }
-    jobs
-}
+const JOBS: [Job; 7] = [
+    (Config::Hdd, false, true),
+    (Config::Ssd, false, true),
+    (Config::Hybrid, false, true),
+    (Config::Hybrid, true, true),
+    (Config::Hdd, false, false),
+    (Config::Ssd, false, false),
+    (Config::Hybrid, false, false),
+];
 
 /// `flashkv lab hybrid`.
 pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
@@ -174,7 +167,7 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
     // engine's buffer), and the hybrid's SSD up to 2 GiB more, so side by
     // side in memory five runs peaked at 5.3 GB.
     let scratch = opts.dir("hybrid")?;
-    let mut runs = jobs(opts.quick)
+    let mut runs = JOBS
         .into_iter()
         .map(|(c, promote, log_disk)| {
             let setup = Setup {
