@@ -1,16 +1,14 @@
 //! One measured run: load the database, set up the configuration, warm
-//! up, measure, and time the hybrid's remaining write-back.
+//! up, measure, and charge the hybrid's remaining write-back to the run.
 
 use std::path::Path;
 
-use flashkv_device::{
-    presets, BlockDevice, DataStore, DeviceError, DeviceSpec, ModelSpec, SimDevice,
-};
+use flashkv_device::{presets, BlockDevice, DataStore, DeviceError, DeviceSpec, Nanos, SimDevice};
 use flashkv_engine::{Db, Devices, Options};
-use flashkv_hybrid::HybridDevice;
+use flashkv_hybrid::{HybridDevice, HybridStats};
 use rand::{rngs::SmallRng, SeedableRng};
 
-use super::{Config, Recorder, Row, Run, Shared, Size, WriteBack};
+use super::{Config, Recorder, Row, Run, Shared, SharedTrace, Size, WriteBack};
 use crate::lab::LabError;
 use crate::oltp::{self, Kind};
 
@@ -55,36 +53,40 @@ pub struct Setup<'a> {
     pub scratch: Option<&'a Path>,
 }
 
-/// Runs the workload on one configuration with `ssd-lowend` as the SSD and
-/// the log on the device under test.
+/// The seed's HeteroDrive policy: the defaults without read promotion
+/// (the seed caches what was written, and never pulls read data in).
+pub fn seed_policy() -> flashkv_hybrid::Options {
+    flashkv_hybrid::Options {
+        promote: false,
+        ..flashkv_hybrid::Options::default()
+    }
+}
+
+/// Runs the workload on one configuration as the seed set it up:
+/// `ssd-lowend` as the SSD, the log on a disk of its own, no promotion.
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
-    let (ssd, policy) = (
-        presets::get("ssd-lowend")?,
-        flashkv_hybrid::Options::default(),
-    );
+    let (ssd, policy) = (presets::get("ssd-lowend")?, seed_policy());
     let setup = Setup {
         ssd: &ssd,
         policy: &policy,
-        log_disk: false,
+        log_disk: true,
         scratch: None,
     };
     measure_on(config, size, seed, setup)
 }
 
-/// `ssd-lowend` merging 512 KiB blocks instead of 2 MiB: random 4 KB writes
-/// about 95/s instead of 29/s, faster than `hdd-7200`'s 72, which the seed's
-/// Fig. 1 low-end SSDs are not. A what-if for the summary, not a preset.
-pub fn smaller_blocks() -> Result<DeviceSpec, LabError> {
-    let mut spec = presets::get("ssd-lowend")?;
-    if let ModelSpec::Ftl(p) = &mut spec.model {
-        p.pages_per_block /= 4;
-    }
-    spec.name = "ssd-lowend, 512 KiB blocks".into();
-    Ok(spec)
+/// A loaded database over its configuration's devices, ready to run.
+struct Bench {
+    db: Db,
+    /// (device name, its trace) for every device underneath.
+    traces: Vec<(&'static str, SharedTrace)>,
+    hybrid: Option<Shared<HybridDevice>>,
+    pages: u64,
 }
 
-/// Runs the workload on one configuration set up as `setup` says.
-pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Run, LabError> {
+/// Loads the database and opens it over the configuration's devices, each
+/// wrapped in a recorder.
+fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, LabError> {
     let home = match config {
         Config::Ssd => SimDevice::new(setup.ssd)?,
         _ => presets::open("hdd-7200")?,
@@ -95,16 +97,14 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
     };
     let ((home, log), pages) = load(Box::new(home), log, size, seed)?;
     let (home, home_trace) = Recorder::new(home);
-    let mut traces = vec![(
-        if config == Config::Ssd { "ssd" } else { "hdd" },
-        home_trace,
-    )];
+    let name = if config == Config::Ssd { "ssd" } else { "hdd" };
+    let mut traces = vec![(name, home_trace)];
     let log = log.map(|l| {
         let (l, t) = Recorder::new(l);
         traces.push(("log", t));
         Box::new(l) as Box<dyn BlockDevice>
     });
-    let (top, hybrid): (Shared<Box<dyn BlockDevice>>, _) = match config {
+    let (top, hybrid): (Box<dyn BlockDevice>, _) = match config {
         Config::Hybrid => {
             let store = match setup.scratch {
                 Some(dir) => DataStore::scratch_file(dir, setup.ssd.capacity)?,
@@ -116,75 +116,105 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
             let h = HybridDevice::create(Box::new(ssd), Box::new(home), setup.policy.clone())
                 .map_err(DeviceError::from)?;
             let h = Shared::new(h);
-            (
-                Shared::new(Box::new(h.clone()) as Box<dyn BlockDevice>),
-                Some(h),
-            )
+            (Box::new(h.clone()), Some(h))
         }
-        _ => (Shared::new(Box::new(home) as Box<dyn BlockDevice>), None),
+        _ => (Box::new(home), None),
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
     let opts = Options::default().buffer_pages(buffer).sync(true);
     let db = match log {
-        Some(log) => Db::open_with_log(Box::new(top.clone()), log, opts)?,
-        None => Db::open(Box::new(top.clone()), opts)?,
+        Some(log) => Db::open_with_log(top, log, opts)?,
+        None => Db::open(top, opts)?,
     };
+    Ok(Bench {
+        db,
+        traces,
+        hybrid,
+        pages,
+    })
+}
+
+/// Requests the devices served since their traces were switched on, as
+/// (reads, writes).
+fn counts(traces: &[(&'static str, SharedTrace)]) -> (u64, u64) {
+    let count = |w: bool| {
+        let served = |t: &SharedTrace| {
+            let t = t.lock().unwrap();
+            t.ios.iter().filter(|io| io.write == w).count() as u64
+        };
+        traces.iter().map(|(_, t)| served(t)).sum::<u64>()
+    };
+    (count(false), count(true))
+}
+
+/// Share of the read bytes the hybrid's SSD served since `a`.
+fn hit_ratio(a: &HybridStats, b: &HybridStats) -> f64 {
+    let hit = (b.read_hit_bytes - a.read_hit_bytes) as f64;
+    hit / (hit + (b.read_miss_bytes - a.read_miss_bytes) as f64).max(1.0)
+}
+
+/// The host never idles long (it waits only for its own requests), so the
+/// flush worker runs mostly under pressure; what it still owes at `end` is
+/// written back from there, timed, and charged to the run.
+fn write_back(
+    h: &Shared<HybridDevice>,
+    a: &HybridStats,
+    end: Nanos,
+) -> Result<WriteBack, LabError> {
+    let mut h = h.lock();
+    let b = h.hybrid_stats();
+    let c = h.drain(end)?;
+    Ok(WriteBack {
+        during_bytes: b.flush_bytes - a.flush_bytes,
+        bytes: b.dirty_bytes,
+        seconds: (c.end - end) as f64 / 1e9,
+    })
+}
+
+/// Runs the workload on one configuration set up as `setup` says. The
+/// hybrid's TPS counts the time to write back what is still dirty at the
+/// end: until then its transactions are not on the HDD.
+pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Run, LabError> {
+    let bench = open(config, size, seed, setup)?;
+    let (db, traces) = (&bench.db, &bench.traces);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x7c);
     for _ in 0..size.warmup {
-        Kind::pick(&mut rng).run(&db, size.scale, &mut rng)?;
+        Kind::pick(&mut rng).run(db, size.scale, &mut rng)?;
     }
-    let hits0 = hybrid.as_ref().map(|h| h.lock().hybrid_stats());
-    for (_, t) in &traces {
+    // What the warm-up left dirty is written back before the measurement,
+    // so the charge at the end is for the measured transactions' writes.
+    let at = db.stats().device_clock_ns;
+    let hits0 = match &bench.hybrid {
+        Some(h) => {
+            let mut h = h.lock();
+            h.drain(at)?;
+            Some(h.hybrid_stats())
+        }
+        None => None,
+    };
+    for (_, t) in traces {
         t.lock().unwrap().on = true;
     }
     // The host's clock: with a log disk, the later of it and the data device.
     let t0 = db.stats().device_clock_ns;
     for _ in 0..size.transactions {
-        Kind::pick(&mut rng).run(&db, size.scale, &mut rng)?;
+        Kind::pick(&mut rng).run(db, size.scale, &mut rng)?;
     }
     let t1 = db.stats().device_clock_ns;
-    let seconds = (t1 - t0) as f64 / 1e9;
-    let count = |w: bool| {
-        traces
-            .iter()
-            .map(|(_, t)| {
-                t.lock()
-                    .unwrap()
-                    .ios
-                    .iter()
-                    .filter(|io| io.write == w)
-                    .count() as u64
-            })
-            .sum::<u64>()
-    };
-    let (reads, writes) = (count(false), count(true));
-    let ssd_read_hit_ratio = match (config, &hits0, &hybrid) {
-        (Config::Hybrid, Some(a), Some(h)) => {
-            let b = h.lock().hybrid_stats();
-            let hit = (b.read_hit_bytes - a.read_hit_bytes) as f64;
-            hit / (hit + (b.read_miss_bytes - a.read_miss_bytes) as f64).max(1.0)
-        }
-        (Config::Ssd, ..) => 1.0,
-        _ => 0.0,
-    };
-    // The host never idles, so the flush worker runs only under pressure;
-    // what it still owes at the end is written back and timed here.
-    let write_back = match (&hybrid, hits0) {
+    let (write_back, ssd_read_hit_ratio) = match (&bench.hybrid, &hits0) {
         (Some(h), Some(a)) => {
-            let mut h = h.lock();
-            let b = h.hybrid_stats();
-            let c = h.drain(t1)?;
-            Some(WriteBack {
-                during_bytes: b.flush_bytes - a.flush_bytes,
-                bytes: b.dirty_bytes,
-                seconds: (c.end - t1) as f64 / 1e9,
-            })
+            // Read before the drain, whose SSD reads are no host's.
+            let hits = hit_ratio(a, &h.lock().hybrid_stats());
+            (Some(write_back(h, a, t1)?), hits)
         }
-        _ => None,
+        _ => (None, if config == Config::Ssd { 1.0 } else { 0.0 }),
     };
-    let devices = traces
-        .into_iter()
-        .map(|(n, t)| (n, std::mem::take(&mut t.lock().unwrap().ios)))
+    let seconds = (t1 - t0) as f64 / 1e9 + write_back.map_or(0.0, |w| w.seconds);
+    let (reads, writes) = counts(traces);
+    let devices = bench
+        .traces
+        .iter()
+        .map(|(n, t)| (*n, std::mem::take(&mut t.lock().unwrap().ios)))
         .collect();
     Ok(Run {
         row: Row {
@@ -197,9 +227,10 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
         },
         devices,
         log_disk: setup.log_disk,
+        promote: config == Config::Hybrid && setup.policy.promote,
         seconds,
         end: t1,
         write_back,
-        db_bytes: pages * u64::from(PAGE),
+        db_bytes: bench.pages * u64::from(PAGE),
     })
 }

@@ -4,6 +4,12 @@
 //! buffer of a few percent of the database as the seed's 312 MB buffer was
 //! of its 64 warehouses. Transactions per second are counted in virtual
 //! time (the device clock) over the measured transactions, after a warm-up.
+//!
+//! The headline rows are the seed's configuration: the database's log on a
+//! disk of its own, the hybrid without read promotion, and the hybrid's
+//! write-back still owed at the end charged to its time. What-if rows vary
+//! one choice each: the hybrid with promotion, and the log on the device
+//! under test.
 
 use flashkv_device::{presets, Nanos};
 use serde::Serialize;
@@ -15,7 +21,7 @@ mod measure;
 mod record;
 mod report;
 
-pub use measure::{measure, measure_on, smaller_blocks, Setup};
+pub use measure::{measure, measure_on, seed_policy, Setup};
 pub use record::{Io, Recorder, Shared, SharedTrace};
 
 /// The seed's Table 1, transactions per second.
@@ -104,26 +110,47 @@ pub struct Run {
     pub row: Row,
     /// (device name, requests) for each underlying device.
     pub devices: Vec<(&'static str, Vec<Io>)>,
-    /// Seconds of virtual time measured, and when the measurement ended
-    /// (requests after it are the hybrid's write-back).
+    /// Seconds of virtual time the TPS counts: the transactions and, for
+    /// the hybrid, the write-back owed at their end.
     pub seconds: f64,
+    /// When the transactions ended (requests after it are the hybrid's
+    /// write-back).
     pub end: Nanos,
     pub write_back: Option<WriteBack>,
     /// Bytes of pages the loaded database takes.
     pub db_bytes: u64,
     /// The database's log was on a disk of its own (the seed's set-up).
     pub log_disk: bool,
+    /// The hybrid promoted re-read HDD data into its SSD (the seed's did not).
+    pub promote: bool,
 }
 
 /// What the hybrid's flush worker wrote back during the measurement, the
 /// dirty data left when it ended, and the time from the end until all of it
-/// was on the HDD.
+/// was on the HDD (charged to the run).
 #[derive(Debug, Clone, Copy)]
 pub struct WriteBack {
     pub during_bytes: u64,
     pub bytes: u64,
     pub seconds: f64,
 }
+
+/// A run to make: the configuration, whether the hybrid promotes, whether
+/// the log has a disk of its own.
+type Job = (Config, bool, bool);
+
+/// The seed's configuration first (the headline rows), then the what-ifs,
+/// each changing one thing: the hybrid with promotion, and the log on the
+/// device under test.
+const JOBS: [Job; 7] = [
+    (Config::Hdd, false, true),
+    (Config::Ssd, false, true),
+    (Config::Hybrid, false, true),
+    (Config::Hybrid, true, true),
+    (Config::Hdd, false, false),
+    (Config::Ssd, false, false),
+    (Config::Hybrid, false, false),
+];
 
 /// `flashkv lab hybrid`.
 pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
@@ -133,45 +160,23 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
         Size::full()
     };
     opts.progress("hybrid: TPC-C-like on hdd, ssd and hybrid");
-    let (seed, lowend, blocks) = (opts.seed, presets::get("ssd-lowend")?, smaller_blocks()?);
-    let (policy, no_promotion) = (
-        flashkv_hybrid::Options::default(),
-        flashkv_hybrid::Options {
-            promote: false,
-            ..flashkv_hybrid::Options::default()
-        },
-    );
-    let mut jobs = vec![
-        (Config::Hdd, &lowend, &policy, false),
-        (Config::Ssd, &lowend, &policy, false),
-        (Config::Hybrid, &lowend, &policy, false),
-    ];
-    // What-ifs for the summary, skipped in quick runs: an SSD with cheaper
-    // random writes (the hybrid only appends to its SSD, so the block size
-    // hardly changes it), and the hybrid without promotion, as the seed's.
-    if !opts.quick {
-        jobs.push((Config::Ssd, &blocks, &policy, false));
-        jobs.push((Config::Hybrid, &lowend, &no_promotion, false));
-        // The seed's set-up: the database's log on a disk of its own.
-        for c in [Config::Hdd, Config::Ssd, Config::Hybrid] {
-            jobs.push((c, &lowend, &policy, true));
-        }
-    }
+    let lowend = presets::get("ssd-lowend")?;
+    let (seed_policy, promoting) = (seed_policy(), flashkv_hybrid::Options::default());
     // One at a time, and the hybrid's SSD data in a scratch file: each run
     // holds its database in memory (and, while loading, a second copy in the
     // engine's buffer), and the hybrid's SSD up to 2 GiB more, so side by
-    // side in memory the five runs peaked at 5.3 GB.
+    // side in memory five runs peaked at 5.3 GB.
     let scratch = opts.dir("hybrid")?;
-    let mut runs = jobs
+    let mut runs = JOBS
         .into_iter()
-        .map(|(c, ssd, policy, log_disk)| {
+        .map(|(c, promote, log_disk)| {
             let setup = Setup {
-                ssd,
-                policy,
+                ssd: &lowend,
+                policy: if promote { &promoting } else { &seed_policy },
                 log_disk,
                 scratch: Some(&scratch),
             };
-            measure_on(c, size, seed, setup)
+            measure_on(c, size, opts.seed, setup)
         })
         .collect::<Result<Vec<_>, _>>()?;
     let what_if = runs.split_off(3);

@@ -10,8 +10,9 @@ use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos, Queu
 /// One request a device served.
 #[derive(Debug, Clone, Copy)]
 pub struct Io {
-    /// When the device started serving it (virtual ns).
+    /// When the device started and finished serving it (virtual ns).
     pub start: Nanos,
+    pub end: Nanos,
     pub offset: u64,
     pub len: u64,
     pub write: bool,
@@ -49,6 +50,7 @@ impl Recorder {
         if t.on {
             t.ios.push(Io {
                 start: c.start,
+                end: c.end,
                 offset,
                 len: len as u64,
                 write,
