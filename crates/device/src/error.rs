@@ -29,6 +29,9 @@ pub enum DeviceError {
     Crashed,
     #[error("injected I/O error at offset {offset}")]
     Injected { offset: u64 },
+    /// A latent sector error: the medium cannot return the sector's bytes.
+    #[error("unreadable sector at offset {offset} (latent sector error)")]
+    Unreadable { offset: u64 },
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -8,8 +8,10 @@
 //!   the file system allows it, flush = fdatasync).
 //! * [`SimDevice`]: stores the data for real and costs every operation with a
 //!   [`Model`] (HDD, raw NAND, NAND + FTL, DRAM SSD), advancing a virtual clock.
-//! * [`FaultDevice`]: wraps another device and injects crashes, torn writes and
-//!   I/O errors, for crash-recovery tests.
+//! * [`FaultDevice`]: wraps another device and injects crashes, torn and
+//!   lost writes, I/O errors, corrupted reads, misdirected writes, latent
+//!   sector errors and latency spikes, for crash-recovery and corruption tests.
+//! * [`MemDevice`]: an untimed in-memory device of any geometry, for tests.
 //!
 //! Time is virtual nanoseconds ([`Nanos`]). Every operation is issued at a
 //! time `at` and returns a [`Completion`]; a device serves operations in the
@@ -35,6 +37,7 @@ mod file;
 mod ftl;
 mod hdd;
 mod latency;
+mod mem;
 mod nand;
 pub mod presets;
 mod sim;
@@ -44,11 +47,12 @@ mod store;
 
 pub use dram::DramParams;
 pub use error::{DeviceError, Result};
-pub use fault::{FaultDevice, FaultPlan};
+pub use fault::{FaultDevice, FaultPlan, Injected, Strike};
 pub use file::{punch_hole, FileDevice, FileOptions};
 pub use ftl::{FtlMapping, FtlParams};
 pub use hdd::HddParams;
 pub use latency::Latencies;
+pub use mem::MemDevice;
 pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
 pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec};

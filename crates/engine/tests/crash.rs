@@ -1,230 +1,54 @@
-//! Randomized crash recovery: run a workload on a device that loses power at
-//! a random write (tearing it sector by sector and byte within a sector,
-//! and dropping a random subset of the writes since the last flush), reopen,
-//! and check the store holds exactly the state after some prefix of the
-//! acknowledged operations no shorter than the last flush. Half of the
-//! cases lose power a second time while recovering.
+//! Randomized crash recovery on the device crate's fault harness: run a
+//! workload on a device that loses power at a random write (tearing it
+//! sector by sector and byte within a sector, and losing or tearing a
+//! random part of the writes since the last flush; raw NAND loses
+//! unflushed programs too), reopen, and check the store holds exactly the
+//! state after some prefix of the acknowledged operations no shorter than
+//! the last flush. Half of the cases lose power a second time while
+//! recovering. A failing case prints its seed; `FLASHKV_SEED=<n>` reruns it.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-
-use flashkv_device::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos};
+use flashkv_device::{DeviceError, FaultDevice, FaultPlan, Geometry, MemDevice, Strike};
 use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_testing::{cases, soak, Shared};
 
 mod common;
 use common::{run, workload, Model};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-const SECTOR: usize = 512;
-type Sectors = HashMap<u64, Box<[u8; SECTOR]>>;
+type Dev = Shared<FaultDevice<MemDevice>>;
 
-/// A device with a volatile write cache that can lose power. Clones share
-/// the device, so the test keeps a handle while the store owns a box.
-#[derive(Clone)]
-struct CrashDev(Arc<Mutex<State>>);
-
-struct State {
-    geo: Geometry,
-    durable: Sectors,
-    /// Writes since the last flush, in order.
-    pending: Vec<(u64, Vec<u8>)>,
-    programmed: HashSet<u64>,
-    writes: u64,
-    crash_at: u64,
-    crashed: bool,
-    /// The write that was in flight at the crash.
-    torn: Option<(u64, Vec<u8>)>,
-}
-
-fn put(map: &mut Sectors, off: u64, data: &[u8]) {
-    for (i, s) in data.chunks(SECTOR).enumerate() {
-        let mut b = Box::new([0u8; SECTOR]);
-        b.copy_from_slice(s);
-        map.insert(off / SECTOR as u64 + i as u64, b);
+fn geometry(nand: bool) -> Geometry {
+    Geometry {
+        sector_size: 512,
+        erase_unit: nand.then_some(128 << 10),
+        capacity: 24 << 20,
+        program_once: nand,
     }
 }
 
-impl CrashDev {
-    fn new(nand: bool, crash_at: u64) -> CrashDev {
-        CrashDev(Arc::new(Mutex::new(State {
-            geo: Geometry {
-                sector_size: SECTOR as u32,
-                erase_unit: nand.then_some(128 << 10),
-                capacity: 24 << 20,
-                program_once: nand,
-            },
-            durable: HashMap::new(),
-            pending: Vec::new(),
-            programmed: HashSet::new(),
-            writes: 0,
-            crash_at,
-            crashed: false,
-            torn: None,
-        })))
-    }
-
-    fn st(&self) -> std::sync::MutexGuard<'_, State> {
-        self.0.lock().unwrap()
-    }
-
-    fn writes(&self) -> u64 {
-        self.st().writes
-    }
-
-    /// The device after power returns: each write since the last flush
-    /// survived or not, the one in flight torn sector by sector.
-    fn recover(&self, rng: &mut SmallRng) -> CrashDev {
-        let mut st = self.st();
-        let mut durable = std::mem::take(&mut st.durable);
-        for (off, data) in std::mem::take(&mut st.pending) {
-            if rng.gen_bool(0.5) {
-                put(&mut durable, off, &data);
-            }
-        }
-        let mut programmed = std::mem::take(&mut st.programmed);
-        if let Some((off, data)) = st.torn.take() {
-            for (i, s) in data.chunks(SECTOR).enumerate() {
-                let sec = off / SECTOR as u64 + i as u64;
-                match rng.gen_range(0..3) {
-                    0 => {}
-                    1 => put(&mut durable, sec * SECTOR as u64, s),
-                    _ => {
-                        let cut = rng.gen_range(1..SECTOR);
-                        let mut b = durable.get(&sec).map_or([0u8; SECTOR], |b| **b);
-                        b[..cut].copy_from_slice(&s[..cut]);
-                        durable.insert(sec, Box::new(b));
-                    }
-                }
-                if st.geo.program_once {
-                    programmed.insert(sec);
-                }
-            }
-        }
-        // Sectors programmed only by lost writes stay "programmed" though
-        // they read as erased: the engine must erase before reusing them.
-        CrashDev(Arc::new(Mutex::new(State {
-            geo: st.geo,
-            durable,
-            pending: Vec::new(),
-            programmed,
-            writes: 0,
-            crash_at: u64::MAX,
-            crashed: false,
-            torn: None,
-        })))
+/// Power lost during write `crash + 1` (never with `None`); unflushed
+/// writes kept, lost or torn; rare latency spikes.
+fn plan(rng: &mut SmallRng, crash: Option<u64>) -> FaultPlan {
+    FaultPlan {
+        crash_after_writes: crash,
+        seed: rng.gen(),
+        tear: true,
+        tear_bytes: true,
+        lose_programs: true,
+        spikes: Strike::chance(0.01),
+        spike_ns: 2_000_000,
+        ..FaultPlan::default()
     }
 }
 
-impl State {
-    fn alive(&self) -> Result<(), DeviceError> {
-        if self.crashed {
-            Err(DeviceError::Crashed)
-        } else {
-            Ok(())
-        }
-    }
-    fn flush(&mut self) -> Result<(), DeviceError> {
-        self.alive()?;
-        for (off, data) in std::mem::take(&mut self.pending) {
-            put(&mut self.durable, off, &data);
-        }
-        Ok(())
-    }
+fn fresh(nand: bool, plan: FaultPlan) -> Dev {
+    Shared::new(FaultDevice::new(MemDevice::new(geometry(nand)), plan))
 }
 
-fn done() -> Completion {
-    Completion::default()
-}
-
-impl BlockDevice for CrashDev {
-    fn geometry(&self) -> Geometry {
-        self.st().geo
-    }
-    fn read_at(
-        &mut self,
-        _: Nanos,
-        offset: u64,
-        buf: &mut [u8],
-    ) -> flashkv_device::Result<Completion> {
-        let st = self.st();
-        st.alive()?;
-        st.geo.check(offset, buf.len() as u64)?;
-        for (i, s) in buf.chunks_mut(SECTOR).enumerate() {
-            let sec = offset / SECTOR as u64 + i as u64;
-            match st.durable.get(&sec) {
-                Some(b) => s.copy_from_slice(&b[..]),
-                None => s.fill(0),
-            }
-        }
-        for (off, data) in &st.pending {
-            let (a, b) = (*off, off + data.len() as u64);
-            let (c, d) = (offset, offset + buf.len() as u64);
-            let (lo, hi) = (a.max(c), b.min(d));
-            if lo < hi {
-                buf[(lo - c) as usize..(hi - c) as usize]
-                    .copy_from_slice(&data[(lo - a) as usize..(hi - a) as usize]);
-            }
-        }
-        Ok(done())
-    }
-    fn write_at(
-        &mut self,
-        _: Nanos,
-        offset: u64,
-        buf: &[u8],
-    ) -> flashkv_device::Result<Completion> {
-        let mut st = self.st();
-        st.alive()?;
-        st.geo.check(offset, buf.len() as u64)?;
-        let first = offset / SECTOR as u64;
-        let n = (buf.len() / SECTOR) as u64;
-        if st.geo.program_once && (first..first + n).any(|s| st.programmed.contains(&s)) {
-            return Err(DeviceError::AlreadyProgrammed { offset });
-        }
-        st.writes += 1;
-        if st.writes >= st.crash_at {
-            st.crashed = true;
-            st.torn = Some((offset, buf.to_vec()));
-            return Err(DeviceError::Crashed);
-        }
-        if st.geo.program_once {
-            st.programmed.extend(first..first + n);
-        }
-        st.pending.push((offset, buf.to_vec()));
-        Ok(done())
-    }
-    fn flush_at(&mut self, _: Nanos) -> flashkv_device::Result<Completion> {
-        self.st().flush()?;
-        Ok(done())
-    }
-    fn trim_at(&mut self, _: Nanos, _: u64, _: u64) -> flashkv_device::Result<Completion> {
-        self.st().alive()?;
-        Ok(done())
-    }
-    fn erase_at(&mut self, _: Nanos, unit: u64) -> flashkv_device::Result<Completion> {
-        let mut st = self.st();
-        let eu = st.geo.erase_unit.ok_or(DeviceError::Unsupported("erase"))?;
-        // An erase is a barrier here: earlier writes become durable first.
-        st.flush()?;
-        let (a, b) = (unit * eu / SECTOR as u64, (unit + 1) * eu / SECTOR as u64);
-        for s in a..b {
-            st.durable.remove(&s);
-            st.programmed.remove(&s);
-        }
-        Ok(done())
-    }
-    fn is_programmed(&self, offset: u64, len: u64) -> bool {
-        let st = self.st();
-        let a = offset / SECTOR as u64;
-        (a..a + len / SECTOR as u64).any(|s| st.programmed.contains(&s))
-    }
-    fn clock(&self) -> Nanos {
-        0
-    }
-    fn stats(&self) -> DeviceStats {
-        DeviceStats::default()
-    }
+/// Loses power (if the device has not) and powers it up under `plan`.
+fn restart(dev: Dev, plan: FaultPlan) -> Dev {
+    Shared::new(dev.take().restart(plan).expect("restart"))
 }
 
 fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64) -> Options {
@@ -239,6 +63,23 @@ fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64) -> Options {
 /// One crash case; returns whether the crash hit the workload (not only its aftermath).
 fn case(seed: u64, kind: StoreKind, nand: bool) -> bool {
     case_sized(seed, kind, nand, 10..60, 150)
+}
+
+/// Runs `ops` on a store opened on `open()`; a crash while opening leaves the empty state.
+fn run_on(db: Result<Db, Error>, ops: &[common::Op], sync: bool) -> (Vec<Model>, usize, bool) {
+    match db {
+        Ok(db) => run(&db, ops, sync),
+        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true),
+        Err(e) => panic!("open: {e}"),
+    }
+}
+
+/// A recovery that may itself lose power: only a crash may stop it.
+fn recover_once(what: &str, db: Result<Db, Error>) {
+    match db {
+        Ok(_) | Err(Error::Device(DeviceError::Crashed)) => {}
+        Err(e) => panic!("{what}: recovery failed: {e}"),
+    }
 }
 
 /// A crash case of a workload of `ops` operations on `keys` keys.
@@ -258,35 +99,31 @@ fn case_sized(
     let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(nand)..3)];
     let o = opts(kind, frames, sync, wal);
     // A dry run counts the writes; then crash at one of them.
-    let dry = CrashDev::new(nand, u64::MAX);
+    let dry = fresh(nand, plan(&mut rng, None));
     run(
         &Db::open(Box::new(dry.clone()), o.clone()).unwrap(),
         &ops,
         sync,
     );
-    let crash_at = rng.gen_range(1..=dry.writes() + 1);
-    let dev = CrashDev::new(nand, crash_at);
-    let (states, durable, crashed) = match Db::open(Box::new(dev.clone()), o.clone()) {
-        Ok(db) => run(&db, &ops, sync),
-        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true),
-        Err(e) => panic!("open: {e}"),
-    };
-    let mut dev = dev.recover(&mut rng);
+    let crash = rng.gen_range(0..=dry.with(|d| d.counts().1));
+    let dev = fresh(nand, plan(&mut rng, Some(crash)));
+    let (states, durable, crashed) = run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
+    let what =
+        format!("{kind:?} nand={nand} frames={frames} sync={sync} crash after write {crash}");
+    let mut dev = dev;
     if rng.gen_bool(0.5) {
         // Lose power again while recovering.
-        dev.st().crash_at = rng.gen_range(1..40);
-        match Db::open(Box::new(dev.clone()), o.clone()) {
-            Ok(_) | Err(Error::Device(DeviceError::Crashed)) => {}
-            Err(e) => panic!("seed {seed} {kind:?} nand={nand}: recovery failed: {e}"),
-        }
-        dev = dev.recover(&mut rng);
+        let again = rng.gen_range(0..39);
+        dev = restart(dev, plan(&mut rng, Some(again)));
+        recover_once(&what, Db::open(Box::new(dev.clone()), o.clone()));
     }
-    let db = Db::open(Box::new(dev), o.clone())
-        .unwrap_or_else(|e| panic!("seed {seed} {kind:?} nand={nand}: reopen failed: {e}"));
+    let dev = restart(dev, plan(&mut rng, None));
+    let db =
+        Db::open(Box::new(dev), o.clone()).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let got: Model = db.scan(..).unwrap().into_iter().collect();
     assert!(
         states[durable..].contains(&got),
-        "seed {seed} {kind:?} nand={nand} frames={frames} sync={sync} crash_at={crash_at}: recovered state matches no allowed state (durable index {durable} of {})",
+        "{what}: recovered state matches no allowed state (durable index {durable} of {})",
         states.len()
     );
     // The recovered store keeps working and survives another reopen.
@@ -296,80 +133,65 @@ fn case_sized(
     assert_eq!(
         db.get(b"after").unwrap(),
         Some(b"crash".to_vec()),
-        "seed {seed}: write after recovery lost"
+        "{what}: write after recovery lost"
     );
     crashed
 }
 
-fn many(kind: StoreKind, nand: bool, seeds: std::ops::Range<u64>) {
-    let total = seeds.end - seeds.start;
-    let crashed = seeds.filter(|&s| case(s, kind, nand)).count();
+fn many(test: &str, kind: StoreKind, nand: bool, seeds: std::ops::Range<u64>) {
     // Almost every case must crash inside the workload, or the test proves little.
-    assert!(
-        crashed as u64 * 10 >= total * 8,
-        "{crashed} of {total} cases crashed"
-    );
+    cases(test, seeds, |s| case(s, kind, nand)).assert_hits(test, 80);
 }
+
+const SEED: StoreKind = StoreKind::InPageLogging(IplGeometry::seed());
 
 #[test]
 fn crash_in_place_ftl() {
-    many(StoreKind::InPlace, false, 0..1000);
+    many("crash_in_place_ftl", StoreKind::InPlace, false, 0..1500);
 }
 
 #[test]
 fn crash_ipl_seed_ftl() {
-    many(
-        StoreKind::InPageLogging(IplGeometry::seed()),
-        false,
-        1000..2000,
-    );
+    many("crash_ipl_seed_ftl", SEED, false, 10_000..11_500);
 }
 
 #[test]
 fn crash_ipl_custom_ftl() {
-    many(
-        StoreKind::InPageLogging(IplGeometry::custom(4096, 8, 3)),
-        false,
-        2000..2500,
-    );
+    let kind = StoreKind::InPageLogging(IplGeometry::custom(4096, 8, 3));
+    many("crash_ipl_custom_ftl", kind, false, 20_000..20_800);
 }
 
 #[test]
 fn crash_ipl_seed_nand() {
-    many(
-        StoreKind::InPageLogging(IplGeometry::seed()),
-        true,
-        3000..4000,
-    );
+    many("crash_ipl_seed_nand", SEED, true, 30_000..31_500);
 }
 
 #[test]
 fn crash_in_place_nand() {
-    many(StoreKind::InPlace, true, 4000..4700);
+    many(
+        "crash_in_place_nand",
+        StoreKind::InPlace,
+        true,
+        40_000..41_100,
+    );
 }
 
 #[test]
 fn crash_ipl_shared_nand() {
-    many(
-        StoreKind::InPageLogging(IplGeometry::shared()),
-        true,
-        5000..5600,
-    );
+    let kind = StoreKind::InPageLogging(IplGeometry::shared());
+    many("crash_ipl_shared_nand", kind, true, 50_000..51_000);
 }
 
 /// Longer workloads: deeper trees, several checkpoints and merges before the crash.
+fn long_case(seed: u64) -> bool {
+    let a = case_sized(seed, StoreKind::InPlace, seed % 2 == 0, 200..500, 3000);
+    let b = case_sized(seed, SEED, seed % 2 == 1, 200..500, 3000);
+    a || b
+}
+
 #[test]
 fn crash_long_workloads() {
-    for seed in 6000..6040 {
-        case_sized(seed, StoreKind::InPlace, seed % 2 == 0, 200..500, 3000);
-        case_sized(
-            seed,
-            StoreKind::InPageLogging(IplGeometry::seed()),
-            seed % 2 == 1,
-            200..500,
-            3000,
-        );
-    }
+    cases("crash_long_workloads", 60_000..60_060, long_case);
 }
 
 /// A crash case with the write-ahead log on a device of its own: power is
@@ -384,50 +206,37 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
     let ops = workload(&mut rng, n, 150);
     let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(log_nand)..3)];
     let o = opts(kind, frames, sync, wal);
-    let open = |data: &CrashDev, log: &CrashDev| {
+    let open = |data: &Dev, log: &Dev| {
         Db::open_with_log(Box::new(data.clone()), Box::new(log.clone()), o.clone())
     };
     let (dry, dry_log) = (
-        CrashDev::new(nand, u64::MAX),
-        CrashDev::new(log_nand, u64::MAX),
+        fresh(nand, plan(&mut rng, None)),
+        fresh(log_nand, plan(&mut rng, None)),
     );
     run(&open(&dry, &dry_log).unwrap(), &ops, sync);
     let on_log = rng.gen_bool(0.5);
-    let writes = if on_log {
-        dry_log.writes()
-    } else {
-        dry.writes()
-    };
-    let crash_at = rng.gen_range(1..=writes + 1);
+    let writes = if on_log { &dry_log } else { &dry }.with(|d| d.counts().1);
+    let crash = rng.gen_range(0..=writes);
+    let (p, q) = (plan(&mut rng, Some(crash)), plan(&mut rng, None));
     let (data, log) = match on_log {
-        true => (
-            CrashDev::new(nand, u64::MAX),
-            CrashDev::new(log_nand, crash_at),
-        ),
-        false => (
-            CrashDev::new(nand, crash_at),
-            CrashDev::new(log_nand, u64::MAX),
-        ),
+        true => (fresh(nand, q), fresh(log_nand, p)),
+        false => (fresh(nand, p), fresh(log_nand, q)),
     };
-    let (states, durable, crashed) = match open(&data, &log) {
-        Ok(db) => run(&db, &ops, sync),
-        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true),
-        Err(e) => panic!("open: {e}"),
-    };
+    let (states, durable, crashed) = run_on(open(&data, &log), &ops, sync);
     let what = format!(
-        "seed {seed} {kind:?} nand={nand} log_nand={log_nand} crash at write {crash_at} of the {}",
+        "{kind:?} nand={nand} log_nand={log_nand} crash after write {crash} of the {}",
         if on_log { "log" } else { "store" }
     );
-    let (mut data, mut log) = (data.recover(&mut rng), log.recover(&mut rng));
+    let (mut data, mut log) = (data, log);
     if rng.gen_bool(0.5) {
-        let again = if rng.gen_bool(0.5) { &log } else { &data };
-        again.st().crash_at = rng.gen_range(1..40);
-        match open(&data, &log) {
-            Ok(_) | Err(Error::Device(DeviceError::Crashed)) => {}
-            Err(e) => panic!("{what}: recovery failed: {e}"),
-        }
-        (data, log) = (data.recover(&mut rng), log.recover(&mut rng));
+        let (again, on_log) = (rng.gen_range(0..39), rng.gen_bool(0.5));
+        let (p, q) = (plan(&mut rng, Some(again)), plan(&mut rng, None));
+        let (pd, pl) = if on_log { (q, p) } else { (p, q) };
+        (data, log) = (restart(data, pd), restart(log, pl));
+        recover_once(&what, open(&data, &log));
     }
+    let (pd, pl) = (plan(&mut rng, None), plan(&mut rng, None));
+    let (data, log) = (restart(data, pd), restart(log, pl));
     let db = open(&data, &log).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
     let got: Model = db.scan(..).unwrap().into_iter().collect();
     assert!(
@@ -438,21 +247,46 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
     crashed
 }
 
+const LOG_KINDS: [(StoreKind, bool); 4] = [
+    (StoreKind::InPlace, false),
+    (StoreKind::InPlace, true),
+    (SEED, true),
+    (SEED, false),
+];
+
+fn log_case(seed: u64) -> bool {
+    let (kind, nand) = LOG_KINDS[(seed % 4) as usize];
+    case_with_log(seed, kind, nand, seed % 3 == 0)
+}
+
 #[test]
 fn crash_with_a_log_device() {
-    let kinds = [
+    let test = "crash_with_a_log_device";
+    cases(test, 70_000..71_200, log_case).assert_hits(test, 75);
+}
+
+/// Random cases of every kind above until `FLASHKV_SOAK_SECS` (default 60).
+#[test]
+#[ignore = "soak: runs until its time budget"]
+fn soak_crash() {
+    const KINDS: [(StoreKind, bool); 6] = [
         (StoreKind::InPlace, false),
+        (SEED, false),
+        (
+            StoreKind::InPageLogging(IplGeometry::custom(4096, 8, 3)),
+            false,
+        ),
+        (SEED, true),
         (StoreKind::InPlace, true),
-        (StoreKind::InPageLogging(IplGeometry::seed()), true),
-        (StoreKind::InPageLogging(IplGeometry::seed()), false),
+        (StoreKind::InPageLogging(IplGeometry::shared()), true),
     ];
-    let mut crashed = 0;
-    for seed in 7000..7800u64 {
-        let (kind, nand) = kinds[(seed % 4) as usize];
-        crashed += usize::from(case_with_log(seed, kind, nand, seed % 3 == 0));
-    }
-    assert!(
-        crashed >= 600,
-        "only {crashed} of 800 cases crashed inside the workload"
-    );
+    let t = soak("soak_crash", |seed| match seed % 8 {
+        6 => long_case(seed),
+        7 => log_case(seed / 8),
+        k => {
+            let (kind, nand) = KINDS[k as usize];
+            case(seed, kind, nand)
+        }
+    });
+    t.assert_hits("soak_crash", 75);
 }

@@ -3,14 +3,11 @@
 //! stale or partial answer), and reopening recovers the last durable state
 //! or that state plus the whole batch.
 
+use flashkv_device::{presets, FaultDevice, FaultPlan, SimDevice};
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind, WriteBatch};
+use flashkv_testing::Shared;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
-
-use flashkv_device::{
-    presets, BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos, SimDevice,
-};
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind, WriteBatch};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Fault {
@@ -18,90 +15,26 @@ enum Fault {
     IoError,
 }
 
-struct State {
-    dev: SimDevice,
-    /// Device operations (writes and flushes) until the fault; `None`: off.
-    countdown: Option<u64>,
-    fault: Fault,
-    ops: u64,
+type Dev = Shared<FaultDevice<SimDevice>>;
+
+/// A device that panics or fails at operation `at` (numbered over every call).
+fn device(preset: &str, fault: Fault, at: Option<u64>) -> Dev {
+    let at: Vec<u64> = at.into_iter().collect();
+    let plan = match fault {
+        Fault::Panic => FaultPlan {
+            panic_ops: at,
+            ..FaultPlan::default()
+        },
+        Fault::IoError => FaultPlan {
+            fail_ops: at,
+            ..FaultPlan::default()
+        },
+    };
+    Shared::new(FaultDevice::new(presets::open(preset).unwrap(), plan))
 }
 
-/// A simulated device that panics or fails at its n-th write or flush.
-#[derive(Clone)]
-struct Trap(Arc<Mutex<State>>);
-
-impl Trap {
-    fn new(preset: &str) -> Trap {
-        Trap(Arc::new(Mutex::new(State {
-            dev: presets::open(preset).unwrap(),
-            countdown: None,
-            fault: Fault::IoError,
-            ops: 0,
-        })))
-    }
-    fn arm(&self, n: Option<u64>, fault: Fault) {
-        let mut s = self.0.lock().unwrap();
-        (s.countdown, s.fault, s.ops) = (n, fault, 0);
-    }
-    fn ops(&self) -> u64 {
-        self.0.lock().unwrap().ops
-    }
-    /// Counts a write or flush; fails or panics when the countdown ends.
-    fn tick(&self) -> flashkv_device::Result<()> {
-        let fault = {
-            let mut s = self.0.lock().unwrap();
-            s.ops += 1;
-            match s.countdown {
-                Some(1) => {
-                    s.countdown = None;
-                    Some(s.fault)
-                }
-                Some(n) => {
-                    s.countdown = Some(n - 1);
-                    None
-                }
-                None => None,
-            }
-        };
-        match fault {
-            Some(Fault::Panic) => panic!("injected panic"),
-            Some(Fault::IoError) => Err(DeviceError::Injected { offset: 0 }),
-            None => Ok(()),
-        }
-    }
-}
-
-impl BlockDevice for Trap {
-    fn geometry(&self) -> Geometry {
-        self.0.lock().unwrap().dev.geometry()
-    }
-    fn read_at(&mut self, at: Nanos, o: u64, b: &mut [u8]) -> flashkv_device::Result<Completion> {
-        self.0.lock().unwrap().dev.read_at(at, o, b)
-    }
-    fn write_at(&mut self, at: Nanos, o: u64, b: &[u8]) -> flashkv_device::Result<Completion> {
-        self.tick()?;
-        self.0.lock().unwrap().dev.write_at(at, o, b)
-    }
-    fn flush_at(&mut self, at: Nanos) -> flashkv_device::Result<Completion> {
-        self.tick()?;
-        self.0.lock().unwrap().dev.flush_at(at)
-    }
-    fn trim_at(&mut self, at: Nanos, o: u64, n: u64) -> flashkv_device::Result<Completion> {
-        self.0.lock().unwrap().dev.trim_at(at, o, n)
-    }
-    fn erase_at(&mut self, at: Nanos, unit: u64) -> flashkv_device::Result<Completion> {
-        self.tick()?;
-        self.0.lock().unwrap().dev.erase_at(at, unit)
-    }
-    fn is_programmed(&self, o: u64, n: u64) -> bool {
-        self.0.lock().unwrap().dev.is_programmed(o, n)
-    }
-    fn clock(&self) -> Nanos {
-        self.0.lock().unwrap().dev.clock()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.0.lock().unwrap().dev.stats()
-    }
+fn ops(dev: &Dev) -> u64 {
+    dev.with(|d| d.counts().0)
 }
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -146,22 +79,22 @@ fn check(kind: StoreKind, preset: &str, fault: Fault) -> u64 {
         .store(kind)
         .buffer_pages(4)
         .wal_size(1 << 20);
-    // A dry run counts the device operations of the commit.
-    let trap = Trap::new(preset);
-    let db = Db::open(Box::new(trap.clone()), opts.clone()).unwrap();
+    // A dry run finds the device operations of the commit.
+    let dry = device(preset, fault, None);
+    let db = Db::open(Box::new(dry.clone()), opts.clone()).unwrap();
     let (b, _) = batch(&base(&db));
-    trap.arm(None, fault);
+    let first = ops(&dry);
     commit(&db, b).unwrap();
-    let total = trap.ops();
-    assert!(total > 2, "the commit did no I/O");
-    for n in 1..=total {
-        let trap = Trap::new(preset);
-        let db = Db::open(Box::new(trap.clone()), opts.clone()).unwrap();
+    let end = ops(&dry);
+    assert!(end - first > 2, "the commit did no I/O");
+    for n in first..end {
+        let dev = device(preset, fault, Some(n));
+        let db = Db::open(Box::new(dev.clone()), opts.clone()).unwrap();
         let before = base(&db);
         let (b, after) = batch(&before);
-        trap.arm(Some(n), fault);
+        assert_eq!(ops(&dev), first, "the run before the commit changed");
         let r = catch_unwind(AssertUnwindSafe(|| commit(&db, b)));
-        let what = format!("{kind:?} on {preset}, {fault:?} at op {n} of {total}");
+        let what = format!("{kind:?} on {preset}, {fault:?} at op {n} of {first}..{end}");
         match r {
             Ok(Ok(())) => panic!("{what}: the fault did not surface"),
             Ok(Err(e)) => assert!(matches!(e, Error::Device(_)), "{what}: {e}"),
@@ -179,15 +112,14 @@ fn check(kind: StoreKind, preset: &str, fault: Fault) -> u64 {
         assert!(matches!(db.scan(..), Err(Error::Poisoned)), "{what}: scan");
         assert!(matches!(db.flush(), Err(Error::Poisoned)), "{what}: flush");
         drop(db);
-        trap.arm(None, fault);
-        let db = Db::open(Box::new(trap), opts.clone()).unwrap();
+        let db = Db::open(Box::new(dev.take().into_inner()), opts.clone()).unwrap();
         let got: Model = db.scan(..).unwrap().into_iter().collect();
         assert!(
             got == before || got == after,
             "{what}: recovered neither the state before nor after the batch"
         );
     }
-    total
+    end - first
 }
 
 #[test]

@@ -42,6 +42,37 @@ pub fn workload(rng: &mut SmallRng, n: usize, keys: u32) -> Vec<Op> {
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// Applies `op` to the store and to `next`, the model of what it then holds.
+pub fn apply(db: &Db, op: &Op, next: &mut Model) -> flashkv_engine::Result<()> {
+    match op {
+        Op::Put(k, v) => {
+            next.insert(k.clone(), v.clone());
+            db.put(k, v)
+        }
+        Op::Delete(k) => {
+            next.remove(k);
+            db.delete(k).map(drop)
+        }
+        Op::Batch(b) => {
+            let mut wb = WriteBatch::default();
+            for (k, v) in b {
+                match v {
+                    Some(v) => {
+                        wb.put(k, v);
+                        next.insert(k.clone(), v.clone());
+                    }
+                    None => {
+                        wb.delete(k);
+                        next.remove(k);
+                    }
+                }
+            }
+            db.write(wb)
+        }
+        Op::Flush => db.flush(),
+    }
+}
+
 /// Runs `ops`; returns the model after each acknowledged op and the index of
 /// the last state known durable.
 pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
@@ -50,33 +81,7 @@ pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
     let mut durable = 0;
     for op in ops {
         let mut next = m.clone();
-        let r = match op {
-            Op::Put(k, v) => {
-                next.insert(k.clone(), v.clone());
-                db.put(k, v)
-            }
-            Op::Delete(k) => {
-                next.remove(k);
-                db.delete(k).map(drop)
-            }
-            Op::Batch(b) => {
-                let mut wb = WriteBatch::default();
-                for (k, v) in b {
-                    match v {
-                        Some(v) => {
-                            wb.put(k, v);
-                            next.insert(k.clone(), v.clone());
-                        }
-                        None => {
-                            wb.delete(k);
-                            next.remove(k);
-                        }
-                    }
-                }
-                db.write(wb)
-            }
-            Op::Flush => db.flush(),
-        };
+        let r = apply(db, op, &mut next);
         let changes = !matches!(op, Op::Flush);
         match r {
             Ok(()) if changes => {

@@ -1,0 +1,274 @@
+//! Corruption must be detected, never returned as data: run a workload on
+//! a device that flips bits in what reads return, sends writes astray or
+//! hides sectors behind latent errors, read a key after every operation,
+//! then flush, reopen and scan. Each answer is either right (the
+//! reference model's) or an error: a wrong value fails the case. A failing
+//! case prints its seed; `FLASHKV_SEED=<n>` reruns it.
+
+use flashkv_device::{FaultDevice, FaultPlan, Geometry, MemDevice, Strike};
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_testing::{cases, soak, Shared};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+// `common::run` serves the crash tests, not this one.
+#[allow(dead_code)]
+mod common;
+use common::{apply, workload, Model, Op};
+
+type Dev = Shared<FaultDevice<MemDevice>>;
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    FlipReads,
+    Misdirect,
+    Latent,
+}
+
+fn plan(fault: Fault, seed: u64) -> FaultPlan {
+    let mut p = FaultPlan {
+        seed,
+        ..FaultPlan::default()
+    };
+    match fault {
+        Fault::FlipReads => p.flip_reads = Strike::chance(0.002),
+        Fault::Misdirect => p.misdirect = Strike::chance(0.02),
+        Fault::Latent => p.latent = Strike::chance(0.003),
+    }
+    p
+}
+
+fn device(nand: bool, plan: FaultPlan) -> Dev {
+    let geo = Geometry {
+        sector_size: 512,
+        erase_unit: nand.then_some(128 << 10),
+        capacity: 24 << 20,
+        program_once: nand,
+    };
+    Shared::new(FaultDevice::new(MemDevice::new(geo), plan))
+}
+
+/// An error that reports damage: what the engine owes a corrupted device.
+fn detected(what: &str, e: Error) {
+    assert!(
+        matches!(
+            e,
+            Error::Corrupt(_) | Error::Device(_) | Error::Version { .. } | Error::NotAStore
+        ),
+        "{what}: damage reported as {e:?}"
+    );
+}
+
+/// A value in a failure message: its length and first byte.
+fn show(v: Option<&Vec<u8>>) -> String {
+    v.map_or("nothing".into(), |v| {
+        format!("{} bytes of {:?}", v.len(), v.first())
+    })
+}
+
+/// Checks one answer against the model; false once the engine reported damage.
+fn answer(
+    what: &str,
+    got: flashkv_engine::Result<Option<Vec<u8>>>,
+    want: Option<&Vec<u8>>,
+) -> bool {
+    match got {
+        Ok(v) => {
+            assert!(
+                v.as_ref() == want,
+                "{what}: returned {}, the store holds {}",
+                show(v.as_ref()),
+                show(want)
+            );
+            true
+        }
+        Err(e) => {
+            detected(what, e);
+            false
+        }
+    }
+}
+
+/// Runs `ops`, reading a random key after each; stops at the first error.
+fn run(db: &Db, ops: &[Op], rng: &mut SmallRng, what: &str) -> Option<Model> {
+    let mut m = Model::new();
+    for (i, op) in ops.iter().enumerate() {
+        if let Err(e) = apply(db, op, &mut m) {
+            detected(&format!("{what} op {i}"), e);
+            return None;
+        }
+        let k = format!("k{:05}", rng.gen_range(0..150)).into_bytes();
+        if !answer(&format!("{what} get after op {i}"), db.get(&k), m.get(&k)) {
+            return None;
+        }
+    }
+    Some(m)
+}
+
+/// How `got` differs from `want`, for the failure message.
+fn diff(got: &Model, want: &Model) -> String {
+    let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
+    let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).collect();
+    let wrong: Vec<_> = got
+        .iter()
+        .filter(|(k, v)| want.get(*k).is_some_and(|w| w != *v))
+        .map(|(k, _)| k)
+        .collect();
+    let show = |ks: &[&Vec<u8>]| {
+        ks.iter()
+            .take(4)
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    format!(
+        "{} of {} keys missing ({}), {} extra ({}), {} with other values ({})",
+        missing.len(),
+        want.len(),
+        show(&missing),
+        extra.len(),
+        show(&extra),
+        wrong.len(),
+        show(&wrong)
+    )
+}
+
+/// Every pair of the store, or the damage reported.
+fn scan_matches(what: &str, db: &Db, m: &Model) -> bool {
+    match db.scan(..) {
+        Ok(pairs) => {
+            let got: Model = pairs.into_iter().collect();
+            assert!(
+                &got == m,
+                "{what}: scan returned a state the store never held: {}",
+                diff(&got, m)
+            );
+            true
+        }
+        Err(e) => {
+            detected(what, e);
+            false
+        }
+    }
+}
+
+/// One case; returns whether a fault struck.
+fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> bool {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let frames = [1, 2, 8][rng.gen_range(0..3)];
+    let n = rng.gen_range(40..120);
+    let ops = workload(&mut rng, n, 150);
+    let o = Options::default()
+        .store(kind)
+        .buffer_pages(frames)
+        .sync(rng.gen_bool(0.3))
+        .wal_size([512 << 10, 1 << 20][rng.gen_range(0..2)])
+        .max_size(24 << 20);
+    let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
+    let dev = device(nand, plan(fault, rng.gen()));
+    let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();
+    let db = match Db::open(Box::new(dev.clone()), o.clone()) {
+        Ok(db) => db,
+        Err(e) => {
+            detected(&format!("{what} open"), e);
+            return struck(&dev);
+        }
+    };
+    let Some(m) = run(&db, &ops, &mut rng, &what) else {
+        return struck(&dev);
+    };
+    if !scan_matches(&format!("{what} scan"), &db, &m) || db.flush().is_err() || !reopen {
+        return struck(&dev);
+    }
+    drop(db);
+    // Reopen, faults still striking: recovery reads what the workload left.
+    let dev = Shared::new(FaultDevice::new(
+        dev.take().into_inner(),
+        plan(fault, rng.gen()),
+    ));
+    match Db::open(Box::new(dev.clone()), o) {
+        Ok(db) => {
+            scan_matches(&format!("{what} scan after reopen"), &db, &m);
+        }
+        Err(e) => detected(&format!("{what} reopen"), e),
+    }
+    true
+}
+
+const KINDS: [(StoreKind, bool); 4] = [
+    (StoreKind::InPlace, false),
+    (StoreKind::InPageLogging(IplGeometry::seed()), false),
+    (StoreKind::InPlace, true),
+    (StoreKind::InPageLogging(IplGeometry::shared()), true),
+];
+
+fn any_case(seed: u64, fault: Fault, reopen: bool) -> bool {
+    let (kind, nand) = KINDS[(seed % 4) as usize];
+    case(seed, kind, nand, fault, reopen)
+}
+
+/// A misdirected-write case on a store that detects them (not the
+/// in-place store on an FTL: see the known bug below).
+fn misdirect_case(seed: u64) -> bool {
+    let (kind, nand) = KINDS[1 + (seed % 3) as usize];
+    case(seed, kind, nand, Fault::Misdirect, false)
+}
+
+#[test]
+fn flipped_bits_are_detected() {
+    let t = "flipped_bits_are_detected";
+    cases(t, 0..1500, |s| any_case(s, Fault::FlipReads, false)).assert_hits(t, 50);
+}
+
+#[test]
+fn latent_sector_errors_are_reported() {
+    let t = "latent_sector_errors_are_reported";
+    cases(t, 10_000..11_500, |s| any_case(s, Fault::Latent, true)).assert_hits(t, 50);
+}
+
+#[test]
+fn misdirected_writes_are_detected() {
+    let t = "misdirected_writes_are_detected";
+    cases(t, 20_000..21_500, misdirect_case).assert_hits(t, 50);
+}
+
+/// Known bug: recovery stops at the first log record that fails its
+/// checksum, taking it for the torn tail of a crash, so a bit flipped
+/// while reading a durable record silently drops it and every later one
+/// (seed 2: the in-place store on NAND, 49 of 70 keys lost, 3 deleted keys
+/// back). About 5% of reopen cases with read flips. Telling corruption from
+/// a torn tail needs the log to record what was durable when each record
+/// was written.
+#[test]
+#[ignore = "known bug: a corrupted log record truncates recovery silently"]
+fn known_bug_a_flipped_log_record_loses_durable_writes() {
+    for seed in [2, 95, 116, 177] {
+        any_case(seed, Fault::FlipReads, true);
+    }
+}
+
+/// Known bug: a write that lands elsewhere leaves its target holding the
+/// page's previous version, whose checksum and page id are valid, so a
+/// later read returns stale data (seed 20012: the in-place store on an
+/// FTL, get after op 65 returned nothing for a key holding 6211 bytes;
+/// 12% of in-place FTL cases, and after a reopen 8-40% of cases of every
+/// store). Detecting lost writes needs a parent to vouch for its child's
+/// version (a checksum or LSN in the pointer).
+#[test]
+#[ignore = "known bug: a misdirected write can return a stale page"]
+fn known_bug_a_misdirected_write_returns_a_stale_page() {
+    any_case(20_012, Fault::Misdirect, false);
+    for seed in [20_005, 20_015, 20_118] {
+        any_case(seed, Fault::Misdirect, true);
+    }
+}
+
+#[test]
+#[ignore = "soak: runs until its time budget"]
+fn soak_corruption() {
+    soak("soak_corruption", |s| match s % 3 {
+        0 => any_case(s / 3, Fault::FlipReads, false),
+        1 => any_case(s / 3, Fault::Latent, true),
+        _ => misdirect_case(s / 3),
+    });
+}

@@ -1,0 +1,95 @@
+//! Seeded cases: every case is a function of one seed, a failing case
+//! prints it, and `FLASHKV_SEED=<n>` reruns exactly that case.
+
+use std::ops::Range;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How many cases ran, and for how many the case reported a hit (say, the
+/// crash struck inside the workload).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub cases: u64,
+    pub hits: u64,
+}
+
+impl Tally {
+    /// Asserts at least `percent` of the cases hit, when more than one ran
+    /// (a rerun of one seed proves nothing about the mix).
+    pub fn assert_hits(&self, test: &str, percent: u64) {
+        if self.cases > 1 {
+            assert!(
+                self.hits * 100 >= self.cases * percent,
+                "{test}: only {} of {} cases hit",
+                self.hits,
+                self.cases
+            );
+        }
+    }
+}
+
+/// The seed `FLASHKV_SEED` names, if any.
+fn pinned() -> Option<u64> {
+    let v = std::env::var("FLASHKV_SEED").ok()?;
+    Some(
+        v.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("FLASHKV_SEED={v}: not a number")),
+    )
+}
+
+/// Runs one case; on a panic names its seed, then lets the panic go on.
+fn one(test: &str, seed: u64, case: &mut impl FnMut(u64) -> bool) -> bool {
+    match catch_unwind(AssertUnwindSafe(|| case(seed))) {
+        Ok(hit) => hit,
+        Err(panic) => {
+            eprintln!("\n{test}: case failed; rerun it with FLASHKV_SEED={seed} cargo test --profile ci {test}\n");
+            resume_unwind(panic)
+        }
+    }
+}
+
+/// Runs `case` for every seed of `seeds`, or only for `FLASHKV_SEED` when
+/// set (and no case when it lies outside `seeds`: it names another test's case).
+pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -> Tally {
+    let seeds = match pinned() {
+        Some(s) if seeds.contains(&s) => s..s + 1,
+        Some(_) => 0..0,
+        None => seeds,
+    };
+    let mut t = Tally::default();
+    for seed in seeds {
+        t.cases += 1;
+        t.hits += u64::from(one(test, seed, &mut case));
+    }
+    t
+}
+
+/// Runs cases from a fresh seed on until `FLASHKV_SOAK_SECS` (default 60)
+/// have passed, or only `FLASHKV_SEED` when set.
+pub fn soak(test: &str, mut case: impl FnMut(u64) -> bool) -> Tally {
+    if let Some(seed) = pinned() {
+        let hit = one(test, seed, &mut case);
+        return Tally {
+            cases: 1,
+            hits: u64::from(hit),
+        };
+    }
+    let secs = std::env::var("FLASHKV_SOAK_SECS").map_or(60, |v| {
+        v.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("FLASHKV_SOAK_SECS={v}: not a number"))
+    });
+    let start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let (until, mut t) = (Instant::now() + Duration::from_secs(secs), Tally::default());
+    let mut seed = start;
+    while Instant::now() < until {
+        t.cases += 1;
+        t.hits += u64::from(one(test, seed, &mut case));
+        seed = seed.wrapping_add(1);
+    }
+    eprintln!("{test}: {} cases from seed {start} in {secs} s", t.cases);
+    t
+}

@@ -1,0 +1,66 @@
+//! A device handle shared between a test and the store that owns a box of it.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos, Result};
+
+/// Clones share one device; [`Shared::take`] removes it (after the store
+/// is gone), and every later call through a clone panics.
+pub struct Shared<D>(Arc<Mutex<Option<D>>>);
+
+impl<D> Clone for Shared<D> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<D: BlockDevice> Shared<D> {
+    pub fn new(dev: D) -> Self {
+        Shared(Arc::new(Mutex::new(Some(dev))))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<D>> {
+        // A panic injected inside a device call poisons the lock; the
+        // device is still whole (the panic came before any change).
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut D) -> T) -> T {
+        f(self.lock().as_mut().expect("device taken"))
+    }
+
+    /// The device, leaving the handle empty.
+    pub fn take(&self) -> D {
+        self.lock().take().expect("device taken")
+    }
+}
+
+impl<D: BlockDevice> BlockDevice for Shared<D> {
+    fn geometry(&self) -> Geometry {
+        self.with(|d| d.geometry())
+    }
+    fn read_at(&mut self, at: Nanos, o: u64, b: &mut [u8]) -> Result<Completion> {
+        self.with(|d| d.read_at(at, o, b))
+    }
+    fn write_at(&mut self, at: Nanos, o: u64, b: &[u8]) -> Result<Completion> {
+        self.with(|d| d.write_at(at, o, b))
+    }
+    fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
+        self.with(|d| d.flush_at(at))
+    }
+    fn trim_at(&mut self, at: Nanos, o: u64, l: u64) -> Result<Completion> {
+        self.with(|d| d.trim_at(at, o, l))
+    }
+    fn erase_at(&mut self, at: Nanos, u: u64) -> Result<Completion> {
+        self.with(|d| d.erase_at(at, u))
+    }
+    fn is_programmed(&self, o: u64, l: u64) -> bool {
+        self.with(|d| d.is_programmed(o, l))
+    }
+    fn clock(&self) -> Nanos {
+        self.with(|d| d.clock())
+    }
+    fn stats(&self) -> DeviceStats {
+        self.with(|d| d.stats())
+    }
+}
