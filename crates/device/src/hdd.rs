@@ -902,6 +902,13 @@ mod tests {
             ("sector_size = 1000", "sector_size"),
             ("overhead_us = -1", "overhead_us"),
             ("rpmm = 1", "unknown field"),
+            ("zones = 4", "needs inner_mb_per_s"),
+            ("inner_mb_per_s = 30", "needs zones > 1"),
+            ("zones = 4\ninner_mb_per_s = 70", "at most media_mb_per_s"),
+            (
+                "zones = 300\ninner_mb_per_s = 30",
+                "zones must be from 1 to 256",
+            ),
         ] {
             let e = DeviceSpec::from_toml(&text(extra), "t")
                 .unwrap_err()
