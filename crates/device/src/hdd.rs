@@ -2,11 +2,13 @@
 //! from the virtual clock, media transfer, command overhead, a read-ahead
 //! track buffer and a write-back cache destaged shortest-positioning-first.
 //!
-//! The geometry is one zone: a track holds what passes under the head in one
-//! revolution at the media rate. Logical sectors run along a track, then
-//! across the heads of a cylinder, then to the next cylinder. Each track
-//! starts a few sectors later than the one before (skew), so a transfer that
-//! crosses a track loses only the head switch, not a revolution.
+//! A track holds what passes under the head in one revolution at its zone's
+//! media rate ([`zones`]: outer zones hold more sectors per track, so the rate
+//! falls from LBA 0 at the outer edge to the end of the range at the inner
+//! edge). Logical sectors run along a track, then across the heads of a
+//! cylinder, then to the next cylinder. Each track starts a few sectors later
+//! than the one before (skew), so a transfer that crosses a track loses only
+//! the head switch, not a revolution.
 //!
 //! The drive has two timelines: the host side (command overhead, interface
 //! transfer; what [`Model::busy_until`] reports) and the mechanism (seeks,
@@ -19,6 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::sim::{transfer_ns, us};
 use crate::spec::{de_size, require};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, QueuedIo, Result};
+use zones::Zone;
+
+mod zones;
 
 /// Parameters of a hard disk. Only `rpm`, `seek_avg_ms` and `media_mb_per_s`
 /// are required; the rest default to a typical drive.
@@ -29,8 +34,17 @@ pub struct HddParams {
     pub rpm: f64,
     /// Mean read seek over uniformly random pairs of cylinders, ms.
     pub seek_avg_ms: f64,
-    /// Media transfer rate, MB/s; with `rpm` it sets the bytes per track.
+    /// Media transfer rate within a track, MB/s, at the outer edge (LBA 0);
+    /// with `rpm` it sets the bytes per track there.
     pub media_mb_per_s: f64,
+    /// Media rate at the inner edge (the end of the LBA range), MB/s; the
+    /// zones step the rate down evenly from `media_mb_per_s` to it. Required
+    /// with `zones` > 1, refused with one zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner_mb_per_s: Option<f64>,
+    /// Recording zones, each the same number of cylinders (1 to 256).
+    #[serde(default = "default_zones")]
+    pub zones: u32,
     #[serde(default = "default_sector", deserialize_with = "de_size")]
     pub sector_size: u64,
     /// Recording surfaces; with the track size and capacity it sets the
@@ -68,6 +82,9 @@ fn default_sector() -> u64 {
 }
 fn default_heads() -> u32 {
     4
+}
+fn default_zones() -> u32 {
+    1
 }
 fn default_overhead() -> f64 {
     100.0
@@ -292,8 +309,8 @@ struct Spot {
 }
 
 /// Read-ahead in progress: the head reads sectors `[from, to)` (to the end
-/// of the track) into segment `seg`, starting at `t0` with sector `from`
-/// under the head at rotational slot `slot0`.
+/// of the track, of `spt` sectors) into segment `seg`, starting at `t0` with
+/// sector `from` under the head at rotational slot `slot0`.
 #[derive(Debug, Clone, Copy)]
 struct Ahead {
     seg: usize,
@@ -301,21 +318,18 @@ struct Ahead {
     to: u64,
     t0: Nanos,
     slot0: u64,
+    spt: u64,
 }
 
 struct Hdd {
     geometry: Geometry,
     sector: u64,
     sectors: u64,
-    /// Sectors per track.
-    spt: u64,
+    /// Recording zones, outermost (LBA 0) first.
+    zones: Vec<Zone>,
     heads: u64,
     /// Revolution, ns.
     rev: Nanos,
-    /// Slot offset from one head to the next, and from a cylinder's last
-    /// head to the next cylinder's first.
-    head_skew: u64,
-    cyl_skew: u64,
     seek: SeekCurve,
     track_switch: Nanos,
     settle: Nanos,
@@ -338,7 +352,8 @@ struct Hdd {
     ahead: Option<Ahead>,
 }
 
-pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
+/// Checks the parameters that need no geometry.
+fn validate(p: &HddParams) -> Result<()> {
     let pos = |x: f64| x.is_finite() && x > 0.0;
     let non_neg = |x: f64| x.is_finite() && x >= 0.0;
     require(
@@ -350,23 +365,14 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         pos(p.media_mb_per_s) && p.media_mb_per_s <= 100_000.0,
         "hdd: media_mb_per_s must be positive and at most 100000",
     )?;
+    validate_zones(p)?;
     require(
         p.sector_size.is_power_of_two() && (512..=65536).contains(&p.sector_size),
         "hdd: sector_size must be a power of two from 512 to 65536",
     )?;
     require(
-        capacity % p.sector_size == 0,
-        "hdd: capacity must be a multiple of sector_size",
-    )?;
-    require(
         (1..=256).contains(&p.heads),
         "hdd: heads must be from 1 to 256",
-    )?;
-    let t2t_ms = p.seek_track_ms.unwrap_or(p.seek_avg_ms / 10.0);
-    let full_ms = p.seek_full_ms.unwrap_or(p.seek_avg_ms * 2.2);
-    require(
-        pos(t2t_ms) && t2t_ms < p.seek_avg_ms && p.seek_avg_ms < full_ms && full_ms.is_finite(),
-        "hdd: seek times must satisfy 0 < seek_track_ms < seek_avg_ms < seek_full_ms",
     )?;
     require(
         non_neg(p.write_settle_us),
@@ -387,29 +393,63 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
     require(
         p.read_ahead_segments <= 1024,
         "hdd: read_ahead_segments must be at most 1024",
-    )?;
+    )
+}
 
-    let rev = (60e9 / p.rpm).round() as Nanos;
-    // Bytes per track = media rate × revolution time.
-    let spt = (p.media_mb_per_s * 1e6 * rev as f64 / 1e9 / p.sector_size as f64).floor() as u64;
+/// One zone needs no inner rate; several need one at or below the outer.
+fn validate_zones(p: &HddParams) -> Result<()> {
     require(
-        spt >= 1,
-        "hdd: media_mb_per_s is too low for one sector per revolution",
+        (1..=zones::MAX_ZONES).contains(&p.zones),
+        "hdd: zones must be from 1 to 256",
+    )?;
+    match p.inner_mb_per_s {
+        None => require(
+            p.zones == 1,
+            "hdd: zones > 1 needs inner_mb_per_s, the media rate at the inner edge",
+        ),
+        Some(inner) => {
+            require(
+                p.zones > 1,
+                "hdd: inner_mb_per_s needs zones > 1 (one zone has one rate, media_mb_per_s)",
+            )?;
+            require(
+                inner.is_finite() && inner > 0.0 && inner <= p.media_mb_per_s,
+                "hdd: inner_mb_per_s must be positive and at most media_mb_per_s",
+            )
+        }
+    }
+}
+
+pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
+    validate(p)?;
+    require(
+        capacity % p.sector_size == 0,
+        "hdd: capacity must be a multiple of sector_size",
+    )?;
+    let t2t_ms = p.seek_track_ms.unwrap_or(p.seek_avg_ms / 10.0);
+    let full_ms = p.seek_full_ms.unwrap_or(p.seek_avg_ms * 2.2);
+    require(
+        t2t_ms > 0.0 && t2t_ms < p.seek_avg_ms && p.seek_avg_ms < full_ms && full_ms.is_finite(),
+        "hdd: seek times must satisfy 0 < seek_track_ms < seek_avg_ms < seek_full_ms",
+    )?;
+    let rev = (60e9 / p.rpm).round() as Nanos;
+    let inner = p.inner_mb_per_s.unwrap_or(p.media_mb_per_s);
+    let spts = zones::sectors_per_track(p.media_mb_per_s, inner, p.zones, rev, p.sector_size);
+    require(
+        spts.iter().all(|&s| s >= 1),
+        "hdd: the media rate is too low for one sector per revolution",
     )?;
     let heads = u64::from(p.heads);
     let sectors = capacity / p.sector_size;
-    let cylinders = sectors.div_ceil(spt * heads);
+    let track_switch = (t2t_ms * 1e6).round() as Nanos;
+    let settle = us(p.write_settle_us);
+    let (zones, cylinders) = zones::layout(&spts, sectors, heads, rev, track_switch, settle)?;
     require(
         cylinders >= 3,
         "hdd: capacity is too small for a seek curve (fewer than 3 cylinders); raise it or lower heads",
     )?;
-    let track_switch = (t2t_ms * 1e6).round() as Nanos;
-    let settle = us(p.write_settle_us);
     let seek = SeekCurve::fit(t2t_ms * 1e6, full_ms * 1e6, p.seek_avg_ms * 1e6, cylinders)?;
-    // Skews: just enough slots to cover the switch, so streaming continues.
-    let slots = |ns: Nanos| (ns * spt).div_ceil(rev) % spt;
     let cache_cap = p.write_cache_entries as usize;
-    let segments = p.read_ahead_segments as usize;
     Ok(Box::new(Hdd {
         geometry: Geometry {
             sector_size: p.sector_size as u32,
@@ -419,11 +459,9 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         },
         sector: p.sector_size,
         sectors,
-        spt,
+        zones,
         heads,
         rev,
-        head_skew: slots(track_switch),
-        cyl_skew: slots(track_switch + settle),
         seek,
         track_switch,
         settle,
@@ -436,24 +474,34 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         cache_cap,
         destaging: None,
         destage_end: 0,
-        segs: vec![Extent::default(); segments],
+        segs: vec![Extent::default(); p.read_ahead_segments as usize],
         next_seg: 0,
         ahead: None,
     }))
 }
 
 impl Hdd {
-    /// Start of rotational slot `j` (j may exceed a revolution), ns from the
-    /// revolution's start.
-    fn slot_ns(&self, j: u64) -> Nanos {
-        j * self.rev / self.spt
+    /// Start of rotational slot `j` (j may exceed a revolution) on a track
+    /// of `spt` sectors, ns from the revolution's start.
+    fn slot_ns(&self, spt: u64, j: u64) -> Nanos {
+        j * self.rev / spt
     }
 
-    /// Rotational slot of sector `sec` of track `track`.
-    fn slot(&self, track: u64, sec: u64) -> u64 {
-        let (cyl, head) = (track / self.heads, track % self.heads);
-        let per_cyl = ((self.heads - 1) * self.head_skew + self.cyl_skew) % self.spt;
-        ((cyl % self.spt) * per_cyl + head * self.head_skew + sec) % self.spt
+    /// Rotational slot of sector `sec` of track `track` in zone `z`. Skews
+    /// count from the zone's first track, so crossing into the next zone may
+    /// cost up to a revolution (once per zone, negligible).
+    fn slot(&self, z: &Zone, track: u64, sec: u64) -> u64 {
+        let t = track - z.track;
+        let (cyl, head) = (t / self.heads, t % self.heads);
+        let per_cyl = ((self.heads - 1) * z.head_skew + z.cyl_skew) % z.spt;
+        ((cyl % z.spt) * per_cyl + head * z.head_skew + sec) % z.spt
+    }
+
+    /// The zone of sector `lba`, its track and its index on the track.
+    fn locate(&self, lba: u64) -> (Zone, u64, u64) {
+        let z = *zones::of_lba(&self.zones, lba);
+        let i = lba - z.lba;
+        (z, z.track + i / z.spt, i % z.spt)
     }
 
     /// Time to move the head between tracks.
@@ -470,10 +518,10 @@ impl Hdd {
     }
 
     fn spot(&self, lba: u64) -> Spot {
-        let track = lba / self.spt;
+        let (z, track, sec) = self.locate(lba);
         Spot {
             track,
-            slot_ns: self.slot_ns(self.slot(track, lba % self.spt)),
+            slot_ns: self.slot_ns(z.spt, self.slot(&z, track, sec)),
         }
     }
 
@@ -506,11 +554,11 @@ impl Hdd {
         let mut left = n;
         while left > 0 {
             t = self.arrival(track, t, lba, write);
-            track = lba / self.spt;
-            let sec = lba % self.spt;
-            let k = left.min(self.spt - sec);
-            let slot = self.slot(track, sec);
-            t += self.slot_ns(slot + k) - self.slot_ns(slot);
+            let (z, on, sec) = self.locate(lba);
+            track = on;
+            let k = left.min(z.spt - sec);
+            let slot = self.slot(&z, track, sec);
+            t += self.slot_ns(z.spt, slot + k) - self.slot_ns(z.spt, slot);
             lba += k;
             left -= k;
         }
@@ -523,15 +571,15 @@ impl Hdd {
             return 0;
         }
         // Capped at two revolutions: the track is complete by then anyway.
-        let since = (t - a.t0).min(2 * self.rev) + self.slot_ns(a.slot0);
-        let slots = ((since + 1) * self.spt - 1) / self.rev;
+        let since = (t - a.t0).min(2 * self.rev) + self.slot_ns(a.spt, a.slot0);
+        let slots = ((since + 1) * a.spt - 1) / self.rev;
         slots.saturating_sub(a.slot0).min(a.to - a.from)
     }
 
     /// When the read-ahead has buffered every sector below `end`.
     fn ahead_ready(&self, a: &Ahead, end: u64) -> Nanos {
         let k = end.saturating_sub(a.from);
-        a.t0 + self.slot_ns(a.slot0 + k) - self.slot_ns(a.slot0)
+        a.t0 + self.slot_ns(a.spt, a.slot0 + k) - self.slot_ns(a.spt, a.slot0)
     }
 
     /// Stops the read-ahead at `t` (the mechanism starts other work).
@@ -551,14 +599,15 @@ impl Hdd {
         let seg = self.next_seg;
         self.next_seg = (seg + 1) % self.segs.len();
         self.segs[seg] = Extent { lba: s, n: e - s };
-        let to = ((e - 1) / self.spt + 1) * self.spt;
-        let to = to.min(self.sectors);
+        let (z, track, _) = self.locate(e - 1);
+        let to = (z.lba + (track - z.track + 1) * z.spt).min(self.sectors);
         self.ahead = Some(Ahead {
             seg,
             from: e,
             to,
             t0: t,
-            slot0: self.slot((e - 1) / self.spt, e % self.spt),
+            slot0: self.slot(&z, track, (e - z.lba) % z.spt),
+            spt: z.spt,
         });
     }
 
@@ -853,6 +902,13 @@ mod tests {
             ("sector_size = 1000", "sector_size"),
             ("overhead_us = -1", "overhead_us"),
             ("rpmm = 1", "unknown field"),
+            ("zones = 4", "needs inner_mb_per_s"),
+            ("inner_mb_per_s = 30", "needs zones > 1"),
+            ("zones = 4\ninner_mb_per_s = 70", "at most media_mb_per_s"),
+            (
+                "zones = 300\ninner_mb_per_s = 30",
+                "zones must be from 1 to 256",
+            ),
         ] {
             let e = DeviceSpec::from_toml(&text(extra), "t")
                 .unwrap_err()
