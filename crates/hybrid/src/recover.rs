@@ -171,12 +171,18 @@ impl HybridDevice {
             Some(h) => h,
             None => return Ok(None),
         };
-        let shape_ok = match h.kind {
-            Kind::Data | Kind::Promote => {
-                h.extents.len() == 1 && h.extents[0].1 == h.data_sectors && h.data_sectors > 0
-            }
-            Kind::Trim => h.data_sectors == 0,
+        let full = self.full_mask();
+        // A missing mask only on a data record's single-unit extent, and
+        // naming at least one sector held.
+        let mask_ok = |&(_, n, m): &(u64, u64, u8)| {
+            m == 0 || (h.kind == Kind::Data && n == 1 && m & !full == 0 && m != full)
         };
+        let units: u64 = h.extents.iter().map(|e| e.1).sum();
+        let shape_ok = h.extents.iter().all(|e| e.1 > 0 && mask_ok(e))
+            && match h.kind {
+                Kind::Data | Kind::Promote => units == h.data_sectors && h.data_sectors > 0,
+                Kind::Trim => h.data_sectors == 0,
+            };
         let ok = shape_ok
             && h.format_id == self.log.format_id
             && h.prev_seq == last
@@ -185,7 +191,7 @@ impl HybridDevice {
             && pos + h.len() <= limit
             && h.extents
                 .iter()
-                .all(|&(home, n)| home.checked_add(n).is_some_and(|e| e <= vsectors));
+                .all(|&(home, n, _)| home.checked_add(n).is_some_and(|e| e <= vsectors));
         if !ok {
             return Ok(None);
         }
@@ -259,16 +265,19 @@ impl HybridDevice {
         let (m, mut io) = mio!(self, *t);
         match h.kind {
             Kind::Data => {
-                let home0 = h.extents[0].0;
-                for i in 0..h.data_sectors {
-                    let (home, slot) = (home0 + i, idx + 1 + i);
+                let units = h
+                    .extents
+                    .iter()
+                    .flat_map(|&(h0, n, m)| (h0..h0 + n).map(move |x| (x, m)));
+                for (i, (home, missing)) in units.enumerate() {
+                    let slot = idx + 1 + i as u64;
                     if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
                         m.rev_clear(&mut io, old.value)?;
                         self.cached_sectors -= 1;
                         self.dirty_sectors -= u64::from(old.unflushed());
                     }
-                    m.fwd_set(&mut io, home, encode(slot, true))?;
-                    m.rev_set(&mut io, slot, encode(home, true))?;
+                    m.fwd_set(&mut io, home, encode(slot, true, missing))?;
+                    m.rev_set(&mut io, slot, encode(home, true, missing))?;
                     self.cached_sectors += 1;
                     self.dirty_sectors += 1;
                 }
@@ -276,7 +285,7 @@ impl HybridDevice {
             // Promoted copies are clean; the HDD has the data.
             Kind::Promote => {}
             Kind::Trim => {
-                for &(home0, n) in &h.extents {
+                for &(home0, n, _) in &h.extents {
                     for home in home0..home0 + n {
                         if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                             m.fwd_clear(&mut io, home)?;
