@@ -35,6 +35,14 @@ pub(crate) struct Log {
     pub sb_seq: u64,
     /// `tail_prev_seq` of the durable superblock.
     pub tail_prev_seq: u64,
+    /// The first sequence number of this session (since create or open).
+    /// Records lost in a crash may survive past the head with any number
+    /// this session gave out; recovery numbers the next session above them
+    /// from the floor in the superblock, so it must be durable before the
+    /// session appends anything.
+    pub seq_floor: u64,
+    /// Whether the durable superblock holds `seq_floor`.
+    pub floor_saved: bool,
 }
 
 impl HybridDevice {
@@ -124,6 +132,11 @@ impl HybridDevice {
         let c = self.layout.cache_sectors;
         let k = data.len() as u64 / s;
         debug_assert!(kind == Kind::Trim || extents.iter().map(|e| e.1).sum::<u64>() == k);
+        if !self.log.floor_saved {
+            let (tail, prev) = (self.log.dirty_tail, self.log.tail_prev_seq);
+            *t = self.save_superblock(*t, tail, prev)?;
+        }
+        debug_assert!(self.log.next_seq >= self.log.seq_floor);
         let Some(pos) = self.reserve(t, k + 1, kind != Kind::Promote)? else {
             return Ok(None);
         };

@@ -393,18 +393,9 @@ impl HybridDevice {
         // records must be durable before the old ones are released.
         let sf = self.ssd.flush_at(at)?;
         let hf = self.hdd.flush_at(at)?;
-        let sb = Superblock {
-            layout: self.layout,
-            format_id: self.log.format_id,
-            sb_seq: self.log.sb_seq + 1,
-            tail: self.log.flushed_tail,
-            tail_prev_seq: self.log.flushed_prev_seq,
-        };
-        let w = self
-            .ssd
-            .write_at(hf.end.max(sf.end), sb.slot_offset(), &sb.encode())?;
-        let f = self.ssd.flush_at(w.end)?;
-        let (m, mut io) = mio!(self, f.end);
+        let (tail, prev) = (self.log.flushed_tail, self.log.flushed_prev_seq);
+        let f = self.save_superblock(hf.end.max(sf.end), tail, prev)?;
+        let (m, mut io) = mio!(self, f);
         let mut pos = self.log.dirty_tail;
         while pos < self.log.flushed_tail {
             match m.record_at(&mut io, pos % c)? {
@@ -423,11 +414,35 @@ impl HybridDevice {
             }
         }
         let end = io.t;
-        self.realign = true;
-        self.log.sb_seq = sb.sb_seq;
-        self.log.tail_prev_seq = sb.tail_prev_seq;
         self.log.dirty_tail = self.log.flushed_tail;
         self.st.commits += 1;
         Ok(end)
+    }
+
+    /// Writes the next superblock (durable tail `tail`, whose record before
+    /// it is `tail_prev_seq`, and this session's `seq_floor`) and makes it
+    /// durable; returns when it is.
+    pub(crate) fn save_superblock(
+        &mut self,
+        at: Nanos,
+        tail: u64,
+        tail_prev_seq: u64,
+    ) -> Result<Nanos> {
+        let sb = Superblock {
+            layout: self.layout,
+            format_id: self.log.format_id,
+            sb_seq: self.log.sb_seq + 1,
+            tail,
+            tail_prev_seq,
+            seq_floor: self.log.seq_floor,
+        };
+        let w = self.ssd.write_at(at, sb.slot_offset(), &sb.encode())?;
+        let f = self.ssd.flush_at(w.end)?;
+        // A write outside the log: the next record starts on a boundary.
+        self.realign = true;
+        self.log.sb_seq = sb.sb_seq;
+        self.log.tail_prev_seq = tail_prev_seq;
+        self.log.floor_saved = true;
+        Ok(f.end)
     }
 }

@@ -70,6 +70,7 @@ impl HybridDevice {
                 sb_seq: seq,
                 tail: 0,
                 tail_prev_seq: 0,
+                seq_floor: 1,
             };
             end = end.max(ssd.write_at(t, sb.slot_offset(), &sb.encode())?.end);
         }
@@ -85,6 +86,8 @@ impl HybridDevice {
             format_id,
             sb_seq: sb_seq + 1,
             tail_prev_seq: 0,
+            seq_floor: 1,
+            floor_saved: true,
         };
         HybridDevice::assemble(ssd, hdd, layout, opts, log)
     }
@@ -119,6 +122,9 @@ impl HybridDevice {
             format_id: sb.format_id,
             sb_seq: sb.sb_seq,
             tail_prev_seq: sb.tail_prev_seq,
+            // Until the replay sets this session's.
+            seq_floor: sb.seq_floor,
+            floor_saved: false,
         };
         let mut dev = HybridDevice::assemble(ssd, hdd, layout, opts, log)?;
         let mut report = dev.replay(t)?;
@@ -250,13 +256,52 @@ impl HybridDevice {
         }
         self.log.head = pos;
         self.log.last_seq = last;
-        // Records lost in the crash may still sit after the head with higher
-        // sequence numbers; skip past any they could have had, so none of them
-        // ever continues the chain. (At most one per cache sector.)
-        self.log.next_seq = last + c + 1;
+        self.log.next_seq = self.session_seq(&mut t, last, &mut report.scanned_bytes)?;
+        self.log.seq_floor = self.log.next_seq;
         report.dirty_sectors = self.dirty_sectors;
         self.bg_until = t;
         Ok(report)
+    }
+
+    /// The first sequence number of the session being opened, after the
+    /// replay ended at `last`. Records lost in a crash may still sit past
+    /// the head; none of them may ever continue the chain, so the session
+    /// numbers above every number they can have: those of the newest
+    /// session that appended start at the superblock's floor, and those it
+    /// lost after its last flush are at most a cache's worth (one per
+    /// sector) past its durable records, or past its floor; older sessions'
+    /// lie below that floor. A version 1 superblock has no floor: the
+    /// cache region is scanned for the highest number instead.
+    fn session_seq(&mut self, t: &mut Nanos, last: u64, scanned: &mut u64) -> Result<u64> {
+        let c = self.layout.cache_sectors;
+        let next = if self.log.seq_floor == 0 {
+            self.highest_seq(t, scanned)?.max(last).checked_add(1)
+        } else {
+            last.max(self.log.seq_floor).checked_add(c + 1)
+        };
+        next.ok_or(HybridError::Corrupt {
+            what: "log sequence number",
+            offset: self.layout.cache_start,
+        })
+    }
+
+    /// The highest sequence number of any record header of this format in
+    /// the cache region.
+    fn highest_seq(&mut self, t: &mut Nanos, scanned: &mut u64) -> Result<u64> {
+        let c = self.layout.cache_sectors;
+        let mut w = Window {
+            pos: 0,
+            buf: Vec::new(),
+        };
+        let mut high = 0;
+        for pos in 0..c {
+            if let Some(h) = Header::decode(self.log_bytes(&mut w, t, pos, 1, scanned)?) {
+                if h.format_id == self.log.format_id {
+                    high = high.max(h.seq);
+                }
+            }
+        }
+        Ok(high)
     }
 
     /// Applies a replayed record to the maps.

@@ -271,8 +271,16 @@ fn run(seed: u64, unaligned: bool) -> Result<(u64, u64, u64), TestCaseError> {
     Ok((crashes, recovered_records, partial))
 }
 
+/// `n` cases, or `PROPTEST_CASES` (for long runs; the configs below are explicit).
+fn cases(n: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(n)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
     #[test]
     fn power_loss_loses_no_acknowledged_write(seed in any::<u64>()) {
         run(seed, false)?;
@@ -280,10 +288,111 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(1000), ..ProptestConfig::default() })]
     #[test]
     fn power_loss_with_unaligned_writes_loses_no_acknowledged_write(seed in any::<u64>()) {
         run(seed, true)?;
+    }
+}
+
+/// `FLASHKV_SEED=<u64> cargo test --test power_loss -- seed_from_env`
+/// reruns one seed of either mix (a failing case prints its seed).
+#[test]
+fn seed_from_env() {
+    if let Some(seed) = std::env::var("FLASHKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        run(seed, false).unwrap();
+        run(seed, true).unwrap();
+    }
+}
+
+#[test]
+fn unaligned_seed_13479475787569569905() {
+    run(13479475787569569905, true).unwrap();
+}
+
+/// Rewrites both superblock slots of an SSD image in the version 1 format
+/// (no sequence floor), as the previous release wrote them.
+fn to_v1_superblocks(img: &mut [u8]) {
+    const V1_FIELDS: usize = 8 + 12 * 8;
+    for slot in [0usize, 4096] {
+        let sb = &mut img[slot..slot + 4096];
+        if &sb[..8] == b"FKVHYB02" {
+            sb[..8].copy_from_slice(b"FKVHYB01");
+            let crc = crc32c::crc32c(&sb[..V1_FIELDS]);
+            sb[V1_FIELDS..V1_FIELDS + 4].copy_from_slice(&crc.to_le_bytes());
+            sb[V1_FIELDS + 4..].fill(0);
+        }
+    }
+}
+
+/// Opens the hybrid on images; its devices' disks come back too.
+fn open_on(ssd: Vec<u8>, hdd: Vec<u8>) -> (HybridDevice, Disk, Disk) {
+    let (s, h, sd, hd) = machine(ssd, hdd, u64::MAX);
+    (HybridDevice::open(s, h, options()).unwrap(), sd, hd)
+}
+
+/// Writes whole sectors tagged `tag` at each of `sectors`, all at once (no
+/// idle time, so no write-back), each one record in the log.
+fn write_sectors(dev: &mut HybridDevice, sectors: &[u64], tag: u64) {
+    let now = dev.clock();
+    for &s in sectors {
+        dev.write_at(now, s * SECTOR, &sector_bytes(tag << 16 | s))
+            .unwrap();
+    }
+}
+
+/// The regression behind seed 13479475787569569905: a session's records
+/// lost in a crash must never continue a later session's chain. Session B
+/// logs three records and loses all but the last; session C, opened on what
+/// is left, logs two records of the same size, which land where B's first
+/// two were. Had C numbered its records as B did, B's third record would
+/// follow C's second in the chain and come back at the next recovery. Also
+/// for a version 1 superblock, which has no sequence floor.
+#[test]
+fn records_lost_in_a_crash_never_come_back() {
+    for v1 in [false, true] {
+        let (ssd, hdd, sd, hd) = machine(
+            vec![0; 2 << 20],
+            vec![0; (SECTORS * SECTOR) as usize],
+            u64::MAX,
+        );
+        let mut a = HybridDevice::create(ssd, hdd, options()).unwrap();
+        write_sectors(&mut a, &[3], 1);
+        a.flush_at(a.clock()).unwrap();
+        drop(a);
+        let (mut b, sd, hd) = open_on(sd.lock().unwrap().current(), hd.lock().unwrap().current());
+        write_sectors(&mut b, &[10, 20, 30], 2);
+        drop(b);
+        let (ssd_img, hdd_img) = (sd.lock().unwrap(), hd.lock().unwrap());
+        assert_eq!(ssd_img.pending(), 3, "one SSD write per record");
+        let last = ssd_img.pending() - 1;
+        let mut ssd_img = ssd_img.after_crash_keeping(|i| i == last);
+        if v1 {
+            to_v1_superblocks(&mut ssd_img);
+        }
+        let (mut c, sd, hd) = open_on(ssd_img, hdd_img.after_crash_keeping(|_| false));
+        assert_eq!(
+            c.hybrid_stats().recovery.unwrap().records,
+            1,
+            "A's record only"
+        );
+        write_sectors(&mut c, &[11, 21], 3);
+        c.flush_at(c.clock()).unwrap();
+        drop(c);
+        let (mut d, _, _) = open_on(sd.lock().unwrap().current(), hd.lock().unwrap().current());
+        let mut buf = vec![0u8; SECTOR as usize];
+        for (s, tag) in [
+            (3, 1 << 16 | 3),
+            (11, 3 << 16 | 11),
+            (21, 3 << 16 | 21),
+            (30, 0),
+        ] {
+            d.read_at(d.clock(), s * SECTOR, &mut buf).unwrap();
+            assert_eq!(tag_of(&buf), Some(tag), "sector {s} (v1 superblock: {v1})");
+        }
     }
 }
 
