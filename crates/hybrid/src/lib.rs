@@ -66,6 +66,7 @@ macro_rules! mio {
 }
 
 mod append;
+mod check;
 mod device;
 mod error;
 mod flush;

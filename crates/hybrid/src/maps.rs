@@ -81,6 +81,10 @@ impl Maps {
     pub fn fwd_clear(&mut self, io: &mut Io, home: u64) -> Result<()> {
         self.fwd.clear(&mut self.tabs, io, home)
     }
+    /// Mapped homes (walks the whole forward tree: for checks).
+    pub fn fwd_count(&mut self, io: &mut Io) -> Result<u64> {
+        self.fwd.count(&mut self.tabs, io)
+    }
     pub fn rev_get(&mut self, io: &mut Io, slot: u64) -> Result<u64> {
         self.rev.get(&mut self.tabs, io, slot)
     }

@@ -96,6 +96,7 @@ fn run(ops: Vec<Op>) -> Result<HybridStats, TestCaseError> {
     let mut model = vec![0u8; (HDD_SECTORS * SECTOR) as usize];
     let mut now: Nanos = 0;
     for op in ops {
+        dev.as_mut().unwrap().check_invariants().unwrap();
         let d = dev.as_mut().unwrap();
         match op {
             Op::Write { sector, len, fill } => {
@@ -165,6 +166,7 @@ fn run(ops: Vec<Op>) -> Result<HybridStats, TestCaseError> {
         }
     }
     let d = dev.as_mut().unwrap();
+    d.check_invariants().unwrap();
     let mut all = vec![0u8; model.len()];
     d.read_at(now, 0, &mut all).unwrap();
     prop_assert!(all == model, "final contents differ");
@@ -179,8 +181,16 @@ fn run(ops: Vec<Op>) -> Result<HybridStats, TestCaseError> {
     Ok(before)
 }
 
+/// `n` cases, or `PROPTEST_CASES` (for long runs; the config is explicit).
+fn cases(n: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(n)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(48), ..ProptestConfig::default() })]
     #[test]
     fn hybrid_reads_back_what_a_plain_device_would(ops in proptest::collection::vec(op(), 1..160)) {
         run(ops).map(|_| ())?;

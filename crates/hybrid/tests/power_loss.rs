@@ -247,6 +247,7 @@ fn run(seed: u64, unaligned: bool) -> Result<(u64, u64, u64), TestCaseError> {
         sd = s4;
         hd = h4;
         dev = HybridDevice::open(ssd, hdd, options()).unwrap();
+        dev.check_invariants().unwrap();
         let mut all = vec![0u8; (SECTORS * SECTOR) as usize];
         dev.read_at(dev.clock(), 0, &mut all).unwrap();
         for (p, piece) in all.chunks(PIECE).enumerate() {
@@ -267,6 +268,7 @@ fn run(seed: u64, unaligned: bool) -> Result<(u64, u64, u64), TestCaseError> {
         // What recovery shows is now the baseline.
         o.flushed();
         dev.flush_at(dev.clock()).unwrap();
+        dev.check_invariants().unwrap();
     }
     Ok((crashes, recovered_records, partial))
 }
