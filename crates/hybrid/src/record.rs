@@ -136,4 +136,26 @@ mod tests {
         assert_eq!(Header::decode(&[0u8; 512]), None);
         assert_eq!(max_extents(512), 38);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn header_decode_survives_any_bytes(
+            b in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            n in 0u32..64,
+        ) {
+            let mut b = b;
+            // Also bytes that pass the magic and checksum checks, with any
+            // extent count, so the rest is exercised.
+            if b.len() >= FIXED + 4 {
+                b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+                b[36..40].copy_from_slice(&n.to_le_bytes());
+                let end = b.len() - 4;
+                let crc = crc32c::crc32c(&b[..end]);
+                b[end..].copy_from_slice(&crc.to_le_bytes());
+            }
+            if let Some(h) = Header::decode(&b) {
+                proptest::prop_assert!(h.extents.len() <= max_extents(b.len() as u64));
+            }
+        }
+    }
 }
