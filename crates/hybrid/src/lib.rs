@@ -26,7 +26,9 @@
 //!   between the watermarks, in the background at twice the host's write rate.
 //! * **Durability**: every append is a checksummed record chained by sequence
 //!   number; a superblock records the tail behind which everything is on the
-//!   HDD. After [`flashkv_device::BlockDevice::flush_at`] completes, every
+//!   HDD, and the session's first sequence number (made durable before the
+//!   session appends), so a record lost in a crash never rejoins a later
+//!   session's chain. After [`flashkv_device::BlockDevice::flush_at`] completes, every
 //!   earlier write survives power loss; [`HybridDevice::open`] replays the log
 //!   and reports the time in [`RecoveryReport`]. The read cache starts cold.
 //! * **Promotion** (on by default): a 4 KiB block read randomly from the HDD
