@@ -187,7 +187,13 @@ fn run(seed: u64, unaligned: bool) -> Result<(u64, u64, u64), TestCaseError> {
                             let b = &buf[(i * SECTOR) as usize..((i + 1) * SECTOR) as usize];
                             for (k, piece) in b.chunks(PIECE).enumerate() {
                                 let p = (sector + i) as usize * PIECES + k;
-                                prop_assert_eq!(tag_of(piece), Some(o.latest[p]));
+                                prop_assert_eq!(
+                                    tag_of(piece),
+                                    Some(o.latest[p]),
+                                    "seed {} piece {}",
+                                    seed,
+                                    p
+                                );
                             }
                         }
                     }
