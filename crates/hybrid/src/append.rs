@@ -7,7 +7,7 @@ use crate::device::{HybridDevice, Span};
 use crate::error::{HybridError, Result};
 use crate::flush::Budget;
 use crate::maps::{decode, encode};
-use crate::record::{Header, Kind};
+use crate::record::{max_extents, Header, Kind};
 
 /// The circular log in the cache region, in log positions (sectors counted
 /// from the first append ever; the slot is `pos % cache_sectors`).
@@ -35,6 +35,14 @@ pub(crate) struct Log {
     pub sb_seq: u64,
     /// `tail_prev_seq` of the durable superblock.
     pub tail_prev_seq: u64,
+    /// The first sequence number of this session (since create or open).
+    /// Records lost in a crash may survive past the head with any number
+    /// this session gave out; recovery numbers the next session above them
+    /// from the floor in the superblock, so it must be durable before the
+    /// session appends anything.
+    pub seq_floor: u64,
+    /// Whether the durable superblock holds `seq_floor`.
+    pub floor_saved: bool,
 }
 
 impl HybridDevice {
@@ -109,19 +117,26 @@ impl HybridDevice {
         }
     }
 
-    /// Appends a record. For data and promotion records `data` holds
-    /// `extents[0].1` sectors for home sector `extents[0].0`, which get mapped
-    /// (dirty for data). Returns `None` if a promotion found no room.
+    /// Appends a record. For data and promotion records `data` holds one
+    /// unit per unit of the extents, in order, which get mapped (dirty for
+    /// data) with the extents' missing masks. Returns `None` if a promotion
+    /// found no room.
     pub(crate) fn append(
         &mut self,
         t: &mut Nanos,
         kind: Kind,
-        extents: Vec<(u64, u64)>,
+        extents: Vec<(u64, u64, u8)>,
         data: &[u8],
     ) -> Result<Option<Completion>> {
         let s = self.layout.sector;
         let c = self.layout.cache_sectors;
         let k = data.len() as u64 / s;
+        debug_assert!(kind == Kind::Trim || extents.iter().map(|e| e.1).sum::<u64>() == k);
+        if !self.log.floor_saved {
+            let (tail, prev) = (self.log.dirty_tail, self.log.tail_prev_seq);
+            *t = self.save_superblock(*t, tail, prev)?;
+        }
+        debug_assert!(self.log.next_seq >= self.log.seq_floor);
         let Some(pos) = self.reserve(t, k + 1, kind != Kind::Promote)? else {
             return Ok(None);
         };
@@ -129,18 +144,20 @@ impl HybridDevice {
         let dirty = kind == Kind::Data;
         let (m, mut io) = mio!(self, *t);
         if k > 0 {
-            let home0 = extents[0].0;
-            for i in 0..k {
-                let (home, slot) = (home0 + i, idx + 1 + i);
-                if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
-                    m.rev_clear(&mut io, old.value)?;
-                    self.cached_sectors -= 1;
-                    self.dirty_sectors -= u64::from(old.unflushed());
+            let mut slot = idx + 1;
+            for &(home0, n, missing) in &extents {
+                for home in home0..home0 + n {
+                    if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
+                        m.rev_clear(&mut io, old.value)?;
+                        self.cached_sectors -= 1;
+                        self.dirty_sectors -= u64::from(old.unflushed());
+                    }
+                    m.fwd_set(&mut io, home, encode(slot, dirty, missing))?;
+                    m.rev_set(&mut io, slot, encode(home, dirty, missing))?;
+                    self.cached_sectors += 1;
+                    self.dirty_sectors += u64::from(dirty);
+                    slot += 1;
                 }
-                m.fwd_set(&mut io, home, encode(slot, dirty))?;
-                m.rev_set(&mut io, slot, encode(home, dirty))?;
-                self.cached_sectors += 1;
-                self.dirty_sectors += u64::from(dirty);
             }
         }
         m.set_record(&mut io, idx, k + 1)?;
@@ -167,25 +184,43 @@ impl HybridDevice {
         )?))
     }
 
-    /// Appends host data for `home`, split into records the log takes.
+    /// Appends host data for the units of `extents` (see [`Self::append`]),
+    /// split into records the log takes; `host_bytes` is what the host wrote.
     pub(crate) fn append_data(
         &mut self,
         t: &mut Nanos,
-        home: u64,
+        extents: &[(u64, u64, u8)],
         data: &[u8],
+        host_bytes: u64,
         span: &mut Span,
     ) -> Result<()> {
-        let s = self.layout.sector;
-        let per = (self.max_record() * s) as usize;
-        for (i, chunk) in data.chunks(per).enumerate() {
-            let h = home + (i * per) as u64 / s;
-            let k = chunk.len() as u64 / s;
-            if let Some(c) = self.append(t, Kind::Data, vec![(h, k)], chunk)? {
-                span.add(c);
+        let s = self.layout.sector as usize;
+        let (per, most) = (self.max_record(), max_extents(s as u64));
+        let mut rec: Vec<(u64, u64, u8)> = Vec::new();
+        let (mut k, mut from) = (0u64, 0usize);
+        let mut parts = extents.iter().copied();
+        let mut cur = parts.next();
+        while let Some((home, n, missing)) = cur {
+            let take = n.min(per - k);
+            rec.push((home, take, missing));
+            k += take;
+            cur = if take < n {
+                Some((home + take, n - take, missing))
+            } else {
+                parts.next()
+            };
+            if k == per || rec.len() == most || cur.is_none() {
+                let to = from + k as usize * s;
+                let r = std::mem::take(&mut rec);
+                if let Some(c) = self.append(t, Kind::Data, r, &data[from..to])? {
+                    span.add(c);
+                }
+                (k, from) = (0, to);
             }
         }
+        debug_assert_eq!(from, data.len());
         self.st.ssd_write_requests += 1;
-        self.st.ssd_write_bytes += data.len() as u64;
+        self.st.ssd_write_bytes += host_bytes;
         Ok(())
     }
 }

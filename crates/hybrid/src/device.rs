@@ -46,9 +46,9 @@ pub struct HybridDevice {
     /// Set after a write outside the log: the next record starts on a boundary.
     pub(crate) realign: bool,
     pub(crate) costs: crate::flush::ReadCosts,
-    /// The sector the host sees: the devices' larger one. Requests not
-    /// aligned to the 4 KiB mapping unit are read-modify-written.
-    host_sector: u64,
+    /// The sector the host sees: the devices' larger one. A write that
+    /// covers a 4 KiB mapping unit only in part is cached sector-exact.
+    pub(crate) host_sector: u64,
 }
 
 /// Start, end and energy of several device operations making up one.
@@ -96,6 +96,14 @@ impl HybridDevice {
         let slots = u32::try_from(layout.map_slots)
             .map_err(|_| HybridError::Layout("mapping region too large".into()))?;
         let tabs = crate::tablets::Tablets::new(layout.map_start, slots, opts.resident_tablets());
+        let host_sector = u64::from(ssd.geometry().sector_size.max(hdd.geometry().sector_size));
+        // A copy's missing mask has one bit per host sector of a unit.
+        if layout.sector / host_sector > 8 {
+            return Err(HybridError::Layout(format!(
+                "host sectors of {host_sector} bytes: at most 8 per {} byte unit",
+                layout.sector
+            )));
+        }
         Ok(HybridDevice {
             router: Router::new(opts.size_threshold, opts.seq_threshold),
             hot: HotReads::new(opts.promote_after, opts.promote_table),
@@ -112,7 +120,7 @@ impl HybridDevice {
             pressure: false,
             realign: true,
             costs: crate::flush::ReadCosts::default(),
-            host_sector: u64::from(ssd.geometry().sector_size.max(hdd.geometry().sector_size)),
+            host_sector,
             maps: Maps::new(tabs),
             ssd,
             hdd,
@@ -173,7 +181,13 @@ impl HybridDevice {
 
     /// Longest record the log takes, in data sectors.
     pub(crate) fn max_record(&self) -> u64 {
-        (self.opts.max_flush_write / self.layout.sector).clamp(1, self.layout.cache_sectors / 8)
+        let most = (self.layout.cache_sectors / 8).min(crate::record::MAX_EXTENT_LEN);
+        (self.opts.max_flush_write / self.layout.sector).clamp(1, most)
+    }
+
+    /// The missing mask of a copy holding none of its unit.
+    pub(crate) fn full_mask(&self) -> u8 {
+        ((1u16 << (self.layout.sector / self.host_sector)) - 1) as u8
     }
 
     /// Writes every dirty sector back to the HDD, starting at `at`; returns
@@ -238,38 +252,40 @@ impl HybridDevice {
         Ok(r)
     }
 
-    /// Writes whole mapping units.
+    /// Writes any range of whole host sectors. Units the write covers only
+    /// in part are logged sector-exact (see `log_units`): serving a write
+    /// never reads the HDD.
     pub(crate) fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
         let len = buf.len() as u64;
         self.idle_work(at)?;
-        let s = self.layout.sector;
-        let (v, n) = (offset / s, len / s);
+        let u = self.layout.sector;
+        let (first, end) = (offset / u, (offset + len).div_ceil(u));
         let mut t = at;
         let mut span = Span::new(at);
-        match self.router.route(offset, len) {
-            Route::Ssd => self.append_data(&mut t, v, buf, &mut span)?,
-            Route::Hdd => {
-                // Sectors with a dirty cached copy stay in the cache, so the
-                // newest copy of a sector is only ever in one place and
-                // recovery never replays stale data over newer HDD data.
-                let mut i = 0;
-                while i < n {
-                    let dirty = self.dirty_or_drop(&mut t, v + i)?;
-                    let mut j = i + 1;
-                    while j < n && self.dirty_or_drop(&mut t, v + j)? == dirty {
-                        j += 1;
-                    }
-                    let piece = &buf[(i * s) as usize..(j * s) as usize];
-                    if dirty {
-                        self.append_data(&mut t, v + i, piece, &mut span)?;
-                    } else {
-                        span.add(self.hdd.write_at(t, (v + i) * s, piece)?);
-                        self.st.hdd_write_requests += 1;
-                        self.st.hdd_write_bytes += piece.len() as u64;
-                    }
-                    i = j;
-                }
+        // The router sees the units the write touches, as it did when partial
+        // units were read-modify-written: a stream of small appends inside a
+        // unit (a log's) is not a sequential run of whole units.
+        let to_ssd = self.router.route(first * u, (end - first) * u) == Route::Ssd;
+        // On the HDD route, units with a dirty cached copy stay in the cache,
+        // so the newest copy of a sector is only ever in one place and
+        // recovery never replays stale data over newer HDD data.
+        let mut i = first;
+        while i < end {
+            let logged = to_ssd || self.dirty_or_drop(&mut t, i)?;
+            let mut j = i + 1;
+            while j < end && (to_ssd || self.dirty_or_drop(&mut t, j)? == logged) {
+                j += 1;
             }
+            let (lo, hi) = (offset.max(i * u), (offset + len).min(j * u));
+            let piece = &buf[(lo - offset) as usize..(hi - offset) as usize];
+            if logged {
+                self.log_units(&mut t, lo, piece, &mut span)?;
+            } else {
+                span.add(self.hdd.write_at(t, lo, piece)?);
+                self.st.hdd_write_requests += 1;
+                self.st.hdd_write_bytes += piece.len() as u64;
+            }
+            i = j;
         }
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
@@ -290,12 +306,21 @@ impl HybridDevice {
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
         let mut t = at;
-        // Runs of sectors: (first sector index, count, cache slot or None for the HDD).
+        // Runs of units: (first unit index, count, cache slot or None for the HDD).
         let mut runs: Vec<(u64, u64, Option<u64>)> = Vec::new();
+        // Units cached in part: read from the HDD, then their cached sectors
+        // laid over: (unit index, slot, missing mask).
+        let mut overlays: Vec<(u64, u64, u8)> = Vec::new();
         {
             let (m, mut io) = mio!(self, t);
             for i in 0..n {
-                let slot = decode(m.fwd_get(&mut io, v + i)?).map(|e| e.value);
+                let slot = match decode(m.fwd_get(&mut io, v + i)?) {
+                    Some(e) if e.missing != 0 => {
+                        overlays.push((i, e.value, e.missing));
+                        None
+                    }
+                    e => e.map(|e| e.value),
+                };
                 let extends = match (runs.last(), slot) {
                     (Some(&(_, _, None)), None) => true,
                     (Some(&(_, cnt, Some(first))), Some(x)) => x == first + cnt,
@@ -322,24 +347,41 @@ impl HybridDevice {
                 }
             }
         }
+        self.overlay(t, buf, &overlays, &mut span)?;
         let c = span.done(at);
         self.clock = self.clock.max(c.end);
         if host && self.opts.promote && self.hot.note(offset, len, len < self.opts.size_threshold) {
-            // Copy in the background, after the host has its data.
-            let mut pt = c.end.max(self.bg_until);
-            for &(i, cnt, slot) in &runs {
-                if slot.is_some() || cnt > self.max_record() {
-                    continue;
-                }
-                let part = &buf[(i * s) as usize..((i + cnt) * s) as usize];
-                if let Some(pc) = self.append(&mut pt, Kind::Promote, vec![(v + i, cnt)], part)? {
-                    self.bg_until = self.bg_until.max(pc.end);
-                    self.st.promotions += 1;
-                    self.st.promoted_bytes += cnt * s;
-                }
-            }
+            self.promote(c.end, v, buf, &runs, &overlays)?;
         }
         Ok(c)
+    }
+
+    /// Copies the HDD runs of a read (units from `v`, data in `buf`) into the
+    /// cache as clean records, in the background after `end`.
+    fn promote(
+        &mut self,
+        end: Nanos,
+        v: u64,
+        buf: &[u8],
+        runs: &[(u64, u64, Option<u64>)],
+        overlays: &[(u64, u64, u8)],
+    ) -> Result<()> {
+        let s = self.layout.sector;
+        let mut pt = end.max(self.bg_until);
+        for &(i, cnt, slot) in runs {
+            // A unit cached in part is dirty: a clean copy must not replace it.
+            let mixed = overlays.iter().any(|o| (i..i + cnt).contains(&o.0));
+            if slot.is_some() || mixed || cnt > self.max_record() {
+                continue;
+            }
+            let part = &buf[(i * s) as usize..((i + cnt) * s) as usize];
+            if let Some(pc) = self.append(&mut pt, Kind::Promote, vec![(v + i, cnt, 0)], part)? {
+                self.bg_until = self.bg_until.max(pc.end);
+                self.st.promotions += 1;
+                self.st.promoted_bytes += cnt * s;
+            }
+        }
+        Ok(())
     }
 
     /// Trims whole mapping units.
@@ -348,7 +390,7 @@ impl HybridDevice {
         let s = self.layout.sector;
         let (v, n) = (offset / s, len / s);
         let mut t = at;
-        let mut dirty: Vec<(u64, u64)> = Vec::new();
+        let mut dirty: Vec<(u64, u64, u8)> = Vec::new();
         {
             let (m, mut io) = mio!(self, t);
             for home in v..v + n {
@@ -359,8 +401,8 @@ impl HybridDevice {
                     self.dirty_sectors -= u64::from(e.unflushed());
                     if e.dirty {
                         match dirty.last_mut() {
-                            Some((h, k)) if *h + *k == home => *k += 1,
-                            _ => dirty.push((home, 1)),
+                            Some((h, k, _)) if *h + *k == home => *k += 1,
+                            _ => dirty.push((home, 1, 0)),
                         }
                     }
                 }

@@ -36,15 +36,17 @@ pub(crate) enum Budget {
     All,
 }
 
+type Todo = (u64, u64, Option<usize>, u8);
+
 /// The round in progress.
 pub(crate) struct Round {
     /// Its records: (log position, sectors).
     recs: Vec<(u64, u64)>,
     /// Log position just past it.
     end: u64,
-    /// Dirty sectors still to write back, sorted: (home, slot, offset in
-    /// `buf` when the round was read whole).
-    todo: Vec<(u64, u64, Option<usize>)>,
+    /// Dirty units still to write back, sorted: (home, slot, offset in
+    /// `buf` when the round was read whole, missing mask).
+    todo: Vec<Todo>,
     next: usize,
     buf: Vec<u8>,
     /// When `buf` was read.
@@ -152,7 +154,7 @@ impl HybridDevice {
                 let slot = pos % c + j;
                 if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
                     if e.unflushed() {
-                        todo.push((e.value, slot, Some(at + (j * s) as usize)));
+                        todo.push((e.value, slot, Some(at + (j * s) as usize), e.missing));
                     }
                 }
             }
@@ -245,7 +247,9 @@ impl HybridDevice {
         Ok(())
     }
 
-    /// Writes back the next run of neighbouring sectors still dirty; returns its bytes.
+    /// Writes back the next run of neighbouring units still dirty; returns
+    /// its bytes. Only the sectors a copy holds are written (a unit cached in
+    /// part never needs the HDD read), one write per contiguous stretch.
     fn write_back(
         &mut self,
         round: &mut Round,
@@ -253,39 +257,83 @@ impl HybridDevice {
         hdd_end: &mut Nanos,
     ) -> Result<u64> {
         let s = self.layout.sector;
-        let max_run = (self.opts.max_flush_write / s).max(1) as usize;
-        // Host writes since the round was gathered may have superseded some.
-        let mut run: Vec<(u64, u64, Option<usize>)> = Vec::new();
-        {
-            let (m, mut io) = mio!(self, *ssd_t);
-            while round.next < round.todo.len() && run.len() < max_run {
-                let (home, slot, at) = round.todo[round.next];
-                if run.last().is_some_and(|&(h, _, _)| home != h + 1) {
-                    break;
-                }
-                round.next += 1;
-                let live = decode(m.rev_get(&mut io, slot)?)
-                    .is_some_and(|e| e.value == home && e.unflushed());
-                if live {
-                    run.push((home, slot, at));
-                } else if !run.is_empty() {
-                    break;
-                }
-            }
-            *ssd_t = io.t;
-        }
+        let run = self.next_run(round, ssd_t)?;
         if run.is_empty() {
             return Ok(0);
         }
-        // Unless the round was read whole, all its pieces are read at once:
-        // an SSD with several channels and dies serves them in parallel.
-        let mut data = vec![0u8; run.len() * s as usize];
+        let data = self.run_data(round, &run, ssd_t)?;
+        let hs = self.host_sector as usize;
+        let subs = s as usize / hs;
+        let valid = |x: usize| run[x / subs].3 >> (x % subs) & 1 == 0;
+        let (total, mut x, mut bytes) = (run.len() * subs, 0, 0);
+        while x < total {
+            if !valid(x) {
+                x += 1;
+                continue;
+            }
+            let mut y = x + 1;
+            while y < total && valid(y) {
+                y += 1;
+            }
+            let off = run[0].0 * s + (x * hs) as u64;
+            let w = self.hdd.write_at(*ssd_t, off, &data[x * hs..y * hs])?;
+            *hdd_end = (*hdd_end).max(w.end);
+            bytes += ((y - x) * hs) as u64;
+            self.st.flush_writes += 1;
+            x = y;
+        }
+        let (m, mut io) = mio!(self, *ssd_t);
+        for &(home, slot, _, missing) in &run {
+            m.rev_set(&mut io, slot, encode_flushed(home, missing))?;
+            m.fwd_set(&mut io, home, encode_flushed(slot, missing))?;
+        }
+        *ssd_t = io.t;
+        self.dirty_sectors -= run.len() as u64;
+        self.st.flush_bytes += bytes;
+        Ok(bytes)
+    }
+
+    /// The next run of neighbouring units still dirty (host writes since the
+    /// round was gathered may have superseded some). A unit joins the run
+    /// only where the sectors held stay contiguous across the boundary.
+    fn next_run(&mut self, round: &mut Round, ssd_t: &mut Nanos) -> Result<Vec<Todo>> {
+        let max_run = (self.opts.max_flush_write / self.layout.sector).max(1) as usize;
+        let full = self.full_mask();
+        let top = full ^ (full >> 1);
+        let mut run: Vec<Todo> = Vec::new();
+        let (m, mut io) = mio!(self, *ssd_t);
+        while round.next < round.todo.len() && run.len() < max_run {
+            let (home, slot, _, missing) = round.todo[round.next];
+            if run
+                .last()
+                .is_some_and(|&(h, _, _, pm)| home != h + 1 || pm & top != 0 || missing & 1 != 0)
+            {
+                break;
+            }
+            round.next += 1;
+            let live =
+                decode(m.rev_get(&mut io, slot)?).is_some_and(|e| e.value == home && e.unflushed());
+            if live {
+                run.push(round.todo[round.next - 1]);
+            } else if !run.is_empty() {
+                break;
+            }
+        }
+        *ssd_t = io.t;
+        Ok(run)
+    }
+
+    /// The run's units as cached. Unless the round was read whole, all its
+    /// pieces are read at once: an SSD with several channels and dies serves
+    /// them in parallel.
+    fn run_data(&mut self, round: &Round, run: &[Todo], ssd_t: &mut Nanos) -> Result<Vec<u8>> {
+        let s = self.layout.sector as usize;
+        let mut data = vec![0u8; run.len() * s];
         let issue = *ssd_t;
         let mut k = 0;
         while k < run.len() {
             if let Some(at) = run[k].2 {
-                let piece = &round.buf[at..at + s as usize];
-                data[k * s as usize..(k + 1) * s as usize].copy_from_slice(piece);
+                data[k * s..(k + 1) * s].copy_from_slice(&round.buf[at..at + s]);
                 *ssd_t = (*ssd_t).max(round.ready);
                 k += 1;
                 continue;
@@ -294,7 +342,7 @@ impl HybridDevice {
             while l < run.len() && run[l].1 == run[l - 1].1 + 1 {
                 l += 1;
             }
-            let buf = &mut data[k * s as usize..l * s as usize];
+            let buf = &mut data[k * s..l * s];
             let r = self
                 .ssd
                 .read_at(issue, self.layout.cache_offset(run[k].1), buf)?;
@@ -304,18 +352,7 @@ impl HybridDevice {
             }
             k = l;
         }
-        let w = self.hdd.write_at(*ssd_t, run[0].0 * s, &data)?;
-        *hdd_end = (*hdd_end).max(w.end);
-        let (m, mut io) = mio!(self, *ssd_t);
-        for &(home, slot, _) in &run {
-            m.rev_set(&mut io, slot, encode_flushed(home))?;
-            m.fwd_set(&mut io, home, encode_flushed(slot))?;
-        }
-        *ssd_t = io.t;
-        self.dirty_sectors -= run.len() as u64;
-        self.st.flush_writes += 1;
-        self.st.flush_bytes += data.len() as u64;
-        Ok(data.len() as u64)
+        Ok(data)
     }
 
     /// The whole round is on the HDD: note how far the worker got, and
@@ -356,18 +393,9 @@ impl HybridDevice {
         // records must be durable before the old ones are released.
         let sf = self.ssd.flush_at(at)?;
         let hf = self.hdd.flush_at(at)?;
-        let sb = Superblock {
-            layout: self.layout,
-            format_id: self.log.format_id,
-            sb_seq: self.log.sb_seq + 1,
-            tail: self.log.flushed_tail,
-            tail_prev_seq: self.log.flushed_prev_seq,
-        };
-        let w = self
-            .ssd
-            .write_at(hf.end.max(sf.end), sb.slot_offset(), &sb.encode())?;
-        let f = self.ssd.flush_at(w.end)?;
-        let (m, mut io) = mio!(self, f.end);
+        let (tail, prev) = (self.log.flushed_tail, self.log.flushed_prev_seq);
+        let f = self.save_superblock(hf.end.max(sf.end), tail, prev)?;
+        let (m, mut io) = mio!(self, f);
         let mut pos = self.log.dirty_tail;
         while pos < self.log.flushed_tail {
             match m.record_at(&mut io, pos % c)? {
@@ -375,8 +403,8 @@ impl HybridDevice {
                     for slot in pos % c + 1..pos % c + len {
                         if let Some(e) = decode(m.rev_get(&mut io, slot)?) {
                             if e.dirty {
-                                m.rev_set(&mut io, slot, encode(e.value, false))?;
-                                m.fwd_set(&mut io, e.value, encode(slot, false))?;
+                                m.rev_set(&mut io, slot, encode(e.value, false, e.missing))?;
+                                m.fwd_set(&mut io, e.value, encode(slot, false, e.missing))?;
                             }
                         }
                     }
@@ -386,11 +414,35 @@ impl HybridDevice {
             }
         }
         let end = io.t;
-        self.realign = true;
-        self.log.sb_seq = sb.sb_seq;
-        self.log.tail_prev_seq = sb.tail_prev_seq;
         self.log.dirty_tail = self.log.flushed_tail;
         self.st.commits += 1;
         Ok(end)
+    }
+
+    /// Writes the next superblock (durable tail `tail`, whose record before
+    /// it is `tail_prev_seq`, and this session's `seq_floor`) and makes it
+    /// durable; returns when it is.
+    pub(crate) fn save_superblock(
+        &mut self,
+        at: Nanos,
+        tail: u64,
+        tail_prev_seq: u64,
+    ) -> Result<Nanos> {
+        let sb = Superblock {
+            layout: self.layout,
+            format_id: self.log.format_id,
+            sb_seq: self.log.sb_seq + 1,
+            tail,
+            tail_prev_seq,
+            seq_floor: self.log.seq_floor,
+        };
+        let w = self.ssd.write_at(at, sb.slot_offset(), &sb.encode())?;
+        let f = self.ssd.flush_at(w.end)?;
+        // A write outside the log: the next record starts on a boundary.
+        self.realign = true;
+        self.log.sb_seq = sb.sb_seq;
+        self.log.tail_prev_seq = tail_prev_seq;
+        self.log.floor_saved = true;
+        Ok(f.end)
     }
 }

@@ -12,7 +12,12 @@ use flashkv_device::Geometry;
 use crate::error::{HybridError, Result};
 use crate::tablets::{FANOUT, KEY_BITS, TABLET_BYTES};
 
-const SB_MAGIC: &[u8; 8] = b"FKVHYB01";
+/// Version 2 adds `seq_floor` (and log records may carry missing masks, which
+/// version 1 software would misread: it does not recognise this superblock).
+const SB_MAGIC: &[u8; 8] = b"FKVHYB02";
+/// Version 1 superblocks are read (`seq_floor` 0: unknown) and replaced by
+/// version 2 on the next superblock write.
+const SB_MAGIC_V1: &[u8; 8] = b"FKVHYB01";
 const SB_SLOT: u64 = 4096;
 const MAP_START: u64 = 2 * SB_SLOT;
 /// The hybrid's sector (and mapping unit) is at least 4 KiB: log records then
@@ -158,6 +163,9 @@ pub(crate) struct Superblock {
     pub tail: u64,
     /// Sequence number of the record before `tail` (the next record's `prev_seq`).
     pub tail_prev_seq: u64,
+    /// The first sequence number of the newest session (open or create)
+    /// that may have appended records; 0 if unknown (version 1).
+    pub seq_floor: u64,
 }
 
 fn put(buf: &mut [u8], at: &mut usize, v: u64) {
@@ -171,7 +179,8 @@ fn get(buf: &[u8], at: &mut usize) -> u64 {
     v
 }
 
-const SB_FIELDS: usize = 8 + 12 * 8;
+const SB_FIELDS: usize = 8 + 13 * 8;
+const SB_FIELDS_V1: usize = 8 + 12 * 8;
 
 impl Superblock {
     /// Byte offset of the slot this superblock goes to.
@@ -197,6 +206,7 @@ impl Superblock {
             self.sb_seq,
             self.tail,
             self.tail_prev_seq,
+            self.seq_floor,
         ] {
             put(&mut b, &mut at, v);
         }
@@ -207,16 +217,18 @@ impl Superblock {
 
     /// Decodes a slot; `None` if it is not a valid superblock.
     pub fn decode(b: &[u8]) -> Option<Self> {
-        if b.len() < SB_FIELDS + 4 || &b[..8] != SB_MAGIC {
-            return None;
-        }
-        let crc = u32::from_le_bytes(b[SB_FIELDS..SB_FIELDS + 4].try_into().ok()?);
-        if crc != crc32c::crc32c(&b[..SB_FIELDS]) {
+        let fields = match b.get(..8)? {
+            m if m == SB_MAGIC => SB_FIELDS,
+            m if m == SB_MAGIC_V1 => SB_FIELDS_V1,
+            _ => return None,
+        };
+        let crc = u32::from_le_bytes(b.get(fields..fields + 4)?.try_into().ok()?);
+        if crc != crc32c::crc32c(&b[..fields]) {
             return None;
         }
         let mut at = 8;
-        let mut f = [0u64; 12];
-        for v in f.iter_mut() {
+        let mut f = [0u64; 13];
+        for v in f.iter_mut().take((fields - 8) / 8) {
             *v = get(b, &mut at);
         }
         Some(Superblock {
@@ -234,6 +246,7 @@ impl Superblock {
             sb_seq: f[9],
             tail: f[10],
             tail_prev_seq: f[11],
+            seq_floor: f[12],
         })
     }
 
@@ -305,9 +318,14 @@ mod tests {
             sb_seq: 3,
             tail: 77,
             tail_prev_seq: 5,
+            seq_floor: 600,
         };
         let mut b = sb.encode();
         assert_eq!(Superblock::decode(&b), Some(sb));
+        assert_eq!(
+            Superblock::decode(&v1(&b)),
+            Some(Superblock { seq_floor: 0, ..sb })
+        );
         let mut head = vec![0u8; SUPERBLOCK_BYTES as usize];
         assert!(!is_hybrid_ssd(&head));
         head[4096..].copy_from_slice(&b);
@@ -318,5 +336,32 @@ mod tests {
         );
         b[20] ^= 1;
         assert_eq!(Superblock::decode(&b), None);
+    }
+
+    /// The version 1 encoding of a version 2 superblock (without `seq_floor`).
+    fn v1(b: &[u8]) -> Vec<u8> {
+        let mut v = vec![0u8; b.len()];
+        v[..SB_FIELDS_V1].copy_from_slice(&b[..SB_FIELDS_V1]);
+        v[..8].copy_from_slice(SB_MAGIC_V1);
+        let crc = crc32c::crc32c(&v[..SB_FIELDS_V1]);
+        v[SB_FIELDS_V1..SB_FIELDS_V1 + 4].copy_from_slice(&crc.to_le_bytes());
+        v
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn superblock_decode_survives_any_bytes(
+            b in proptest::collection::vec(proptest::num::u8::ANY, 0..200),
+            version in 0..3usize,
+        ) {
+            let mut b = b;
+            // Also bytes that pass the magic check, so the rest is exercised.
+            if b.len() >= 8 && version > 0 {
+                b[..8].copy_from_slice([SB_MAGIC, SB_MAGIC_V1][version - 1]);
+            }
+            if let Some(sb) = Superblock::decode(&b) {
+                proptest::prop_assert!(b.len() >= SB_FIELDS_V1 + 4, "{:?}", sb);
+            }
+        }
     }
 }

@@ -6,8 +6,11 @@
 //!   tablet slots sized for the worst case, and the cache region, a circular
 //!   log aligned to a large power of two (so an FTL SSD sees one sequential
 //!   stream). Data is mapped in 4 KiB units (or the devices' larger
-//!   sector); the host sees the devices' larger sector, and requests that
-//!   cover a unit only in part are read-modify-written.
+//!   sector); the host sees the devices' larger sector. A write that covers
+//!   a unit only in part is cached sector-exact: logged as is with a missing
+//!   mask (merged with the unit's cached copy, read from the SSD, if there is
+//!   one), so serving a write never reads the HDD; reads lay the cached
+//!   sectors over the HDD's, and write-back writes only the sectors held.
 //! * **Routing** ([`Router`]): writes of at least `size_threshold` go to the
 //!   HDD; smaller ones too while the sequential-run counter (bytes written
 //!   consecutively, halved by each non-consecutive write) is at least
@@ -23,7 +26,9 @@
 //!   between the watermarks, in the background at twice the host's write rate.
 //! * **Durability**: every append is a checksummed record chained by sequence
 //!   number; a superblock records the tail behind which everything is on the
-//!   HDD. After [`flashkv_device::BlockDevice::flush_at`] completes, every
+//!   HDD, and the session's first sequence number (made durable before the
+//!   session appends), so a record lost in a crash never rejoins a later
+//!   session's chain. After [`flashkv_device::BlockDevice::flush_at`] completes, every
 //!   earlier write survives power loss; [`HybridDevice::open`] replays the log
 //!   and reports the time in [`RecoveryReport`]. The read cache starts cold.
 //! * **Promotion** (on by default): a 4 KiB block read randomly from the HDD
@@ -63,6 +68,7 @@ macro_rules! mio {
 }
 
 mod append;
+mod check;
 mod device;
 mod error;
 mod flush;

@@ -4,6 +4,9 @@
 //! Entry encoding: `value + 1` in the low bits (zero is "unmapped"), [`DIRTY`]
 //! while recovery would replay the copy (its record is past the durable
 //! tail), [`FLUSHED`] once the flush worker has also written it to the HDD.
+//! Bits 53..61 hold the copy's missing mask: bit `i` set when host sector
+//! `i` of the 4 KiB unit is not in the copy (a write covered the unit only in
+//! part and nothing older was cached); those sectors are read from the HDD.
 //! A reverse entry with
 //! [`HEADER`] marks the first slot of a log record and holds its length, so the
 //! flush worker and the reclaimer can walk the log through the map alone.
@@ -14,7 +17,8 @@ use crate::tablets::{Io, RadixMap, Tablets};
 pub(crate) const DIRTY: u64 = 1 << 63;
 pub(crate) const HEADER: u64 = 1 << 62;
 const FLUSHED: u64 = 1 << 61;
-const VALUE: u64 = FLUSHED - 1;
+const MISSING_SHIFT: u32 = 53;
+const VALUE: u64 = (1 << MISSING_SHIFT) - 1;
 
 /// A decoded map entry.
 #[derive(Debug, Clone, Copy)]
@@ -22,6 +26,8 @@ pub(crate) struct Entry {
     pub value: u64,
     pub dirty: bool,
     pub flushed: bool,
+    /// Host sectors of the unit this copy does not hold (0: the whole unit).
+    pub missing: u8,
 }
 
 impl Entry {
@@ -37,16 +43,18 @@ pub(crate) fn decode(e: u64) -> Option<Entry> {
         value: (e & VALUE) - 1,
         dirty: e & DIRTY != 0,
         flushed: e & FLUSHED != 0,
+        missing: (e >> MISSING_SHIFT) as u8,
     })
 }
 
-pub(crate) fn encode(value: u64, dirty: bool) -> u64 {
-    (value + 1) | if dirty { DIRTY } else { 0 }
+pub(crate) fn encode(value: u64, dirty: bool, missing: u8) -> u64 {
+    debug_assert!(value < VALUE);
+    (value + 1) | if dirty { DIRTY } else { 0 } | u64::from(missing) << MISSING_SHIFT
 }
 
 /// Dirty (still replayed by recovery) but already on the HDD.
-pub(crate) fn encode_flushed(value: u64) -> u64 {
-    (value + 1) | DIRTY | FLUSHED
+pub(crate) fn encode_flushed(value: u64, missing: u8) -> u64 {
+    encode(value, true, missing) | FLUSHED
 }
 
 pub(crate) struct Maps {
@@ -72,6 +80,10 @@ impl Maps {
     }
     pub fn fwd_clear(&mut self, io: &mut Io, home: u64) -> Result<()> {
         self.fwd.clear(&mut self.tabs, io, home)
+    }
+    /// Mapped homes (walks the whole forward tree: for checks).
+    pub fn fwd_count(&mut self, io: &mut Io) -> Result<u64> {
+        self.fwd.count(&mut self.tabs, io)
     }
     pub fn rev_get(&mut self, io: &mut Io, slot: u64) -> Result<u64> {
         self.rev.get(&mut self.tabs, io, slot)

@@ -7,6 +7,8 @@
 const MAGIC: u32 = 0x4352_4548; // "HERC"
 const FIXED: usize = 44;
 const EXTENT: usize = 12;
+/// Longest extent: the length field's low 24 bits.
+pub(crate) const MAX_EXTENT_LEN: u64 = (1 << 24) - 1;
 
 /// What a record means for the mapping when the log is replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,8 +31,11 @@ pub(crate) struct Header {
     /// Sectors of data following the header.
     pub data_sectors: u64,
     pub data_crc: u32,
-    /// (home sector, sectors) the data (or the trim) applies to, in order.
-    pub extents: Vec<(u64, u64)>,
+    /// (home unit, units, missing mask) the data (or the trim) applies to,
+    /// in order; the data holds one unit per unit of the extents. A nonzero
+    /// mask (one unit only) names the host sectors of the unit the record
+    /// does not hold. On disk the mask is the top byte of the length.
+    pub extents: Vec<(u64, u64, u8)>,
 }
 
 /// How many extents fit in a header sector.
@@ -50,10 +55,12 @@ impl Header {
         b[32..36].copy_from_slice(&(self.data_sectors as u32).to_le_bytes());
         b[36..40].copy_from_slice(&(self.extents.len() as u32).to_le_bytes());
         b[40..44].copy_from_slice(&self.data_crc.to_le_bytes());
-        for (i, &(home, len)) in self.extents.iter().enumerate() {
+        for (i, &(home, len, missing)) in self.extents.iter().enumerate() {
+            debug_assert!(len <= MAX_EXTENT_LEN && (missing == 0 || len == 1));
             let at = FIXED + i * EXTENT;
             b[at..at + 8].copy_from_slice(&home.to_le_bytes());
-            b[at + 8..at + 12].copy_from_slice(&(len as u32).to_le_bytes());
+            let v = len as u32 | u32::from(missing) << 24;
+            b[at + 8..at + 12].copy_from_slice(&v.to_le_bytes());
         }
         let end = b.len() - 4;
         let crc = crc32c::crc32c(&b[..end]);
@@ -82,7 +89,8 @@ impl Header {
         let extents = (0..n)
             .map(|i| {
                 let at = FIXED + i * EXTENT;
-                (u64_at(at), u64::from(u32_at(at + 8)))
+                let v = u32_at(at + 8);
+                (u64_at(at), u64::from(v) & MAX_EXTENT_LEN, (v >> 24) as u8)
             })
             .collect();
         Some(Header {
@@ -115,13 +123,39 @@ mod tests {
             prev_seq: 41,
             data_sectors: 0,
             data_crc: 0,
-            extents: vec![(5, 3), (1 << 35, 9)],
+            extents: vec![(5, 3, 0), (1 << 35, 1, 0b1100_0011), (9, 9, 0)],
         };
         let mut b = h.encode(512);
-        assert_eq!(Header::decode(&b), Some(h));
+        assert_eq!(Header::decode(&b), Some(h.clone()));
+        assert_eq!(
+            b[FIXED + EXTENT + 8..FIXED + EXTENT + 12],
+            [1, 0, 0, 0b1100_0011]
+        );
         b[100] ^= 0x10;
         assert_eq!(Header::decode(&b), None);
         assert_eq!(Header::decode(&[0u8; 512]), None);
         assert_eq!(max_extents(512), 38);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn header_decode_survives_any_bytes(
+            b in proptest::collection::vec(proptest::num::u8::ANY, 0..600),
+            n in 0u32..64,
+        ) {
+            let mut b = b;
+            // Also bytes that pass the magic and checksum checks, with any
+            // extent count, so the rest is exercised.
+            if b.len() >= FIXED + 4 {
+                b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+                b[36..40].copy_from_slice(&n.to_le_bytes());
+                let end = b.len() - 4;
+                let crc = crc32c::crc32c(&b[..end]);
+                b[end..].copy_from_slice(&crc.to_le_bytes());
+            }
+            if let Some(h) = Header::decode(&b) {
+                proptest::prop_assert!(h.extents.len() <= max_extents(b.len() as u64));
+            }
+        }
     }
 }

@@ -70,6 +70,7 @@ impl HybridDevice {
                 sb_seq: seq,
                 tail: 0,
                 tail_prev_seq: 0,
+                seq_floor: 1,
             };
             end = end.max(ssd.write_at(t, sb.slot_offset(), &sb.encode())?.end);
         }
@@ -85,6 +86,8 @@ impl HybridDevice {
             format_id,
             sb_seq: sb_seq + 1,
             tail_prev_seq: 0,
+            seq_floor: 1,
+            floor_saved: true,
         };
         HybridDevice::assemble(ssd, hdd, layout, opts, log)
     }
@@ -119,6 +122,9 @@ impl HybridDevice {
             format_id: sb.format_id,
             sb_seq: sb.sb_seq,
             tail_prev_seq: sb.tail_prev_seq,
+            // Until the replay sets this session's.
+            seq_floor: sb.seq_floor,
+            floor_saved: false,
         };
         let mut dev = HybridDevice::assemble(ssd, hdd, layout, opts, log)?;
         let mut report = dev.replay(t)?;
@@ -171,12 +177,18 @@ impl HybridDevice {
             Some(h) => h,
             None => return Ok(None),
         };
-        let shape_ok = match h.kind {
-            Kind::Data | Kind::Promote => {
-                h.extents.len() == 1 && h.extents[0].1 == h.data_sectors && h.data_sectors > 0
-            }
-            Kind::Trim => h.data_sectors == 0,
+        let full = self.full_mask();
+        // A missing mask only on a data record's single-unit extent, and
+        // naming at least one sector held.
+        let mask_ok = |&(_, n, m): &(u64, u64, u8)| {
+            m == 0 || (h.kind == Kind::Data && n == 1 && m & !full == 0 && m != full)
         };
+        let units: u64 = h.extents.iter().map(|e| e.1).sum();
+        let shape_ok = h.extents.iter().all(|e| e.1 > 0 && mask_ok(e))
+            && match h.kind {
+                Kind::Data | Kind::Promote => units == h.data_sectors && h.data_sectors > 0,
+                Kind::Trim => h.data_sectors == 0,
+            };
         let ok = shape_ok
             && h.format_id == self.log.format_id
             && h.prev_seq == last
@@ -185,7 +197,7 @@ impl HybridDevice {
             && pos + h.len() <= limit
             && h.extents
                 .iter()
-                .all(|&(home, n)| home.checked_add(n).is_some_and(|e| e <= vsectors));
+                .all(|&(home, n, _)| home.checked_add(n).is_some_and(|e| e <= vsectors));
         if !ok {
             return Ok(None);
         }
@@ -244,13 +256,52 @@ impl HybridDevice {
         }
         self.log.head = pos;
         self.log.last_seq = last;
-        // Records lost in the crash may still sit after the head with higher
-        // sequence numbers; skip past any they could have had, so none of them
-        // ever continues the chain. (At most one per cache sector.)
-        self.log.next_seq = last + c + 1;
+        self.log.next_seq = self.session_seq(&mut t, last, &mut report.scanned_bytes)?;
+        self.log.seq_floor = self.log.next_seq;
         report.dirty_sectors = self.dirty_sectors;
         self.bg_until = t;
         Ok(report)
+    }
+
+    /// The first sequence number of the session being opened, after the
+    /// replay ended at `last`. Records lost in a crash may still sit past
+    /// the head; none of them may ever continue the chain, so the session
+    /// numbers above every number they can have: those of the newest
+    /// session that appended start at the superblock's floor, and those it
+    /// lost after its last flush are at most a cache's worth (one per
+    /// sector) past its durable records, or past its floor; older sessions'
+    /// lie below that floor. A version 1 superblock has no floor: the
+    /// cache region is scanned for the highest number instead.
+    fn session_seq(&mut self, t: &mut Nanos, last: u64, scanned: &mut u64) -> Result<u64> {
+        let c = self.layout.cache_sectors;
+        let next = if self.log.seq_floor == 0 {
+            self.highest_seq(t, scanned)?.max(last).checked_add(1)
+        } else {
+            last.max(self.log.seq_floor).checked_add(c + 1)
+        };
+        next.ok_or(HybridError::Corrupt {
+            what: "log sequence number",
+            offset: self.layout.cache_start,
+        })
+    }
+
+    /// The highest sequence number of any record header of this format in
+    /// the cache region.
+    fn highest_seq(&mut self, t: &mut Nanos, scanned: &mut u64) -> Result<u64> {
+        let c = self.layout.cache_sectors;
+        let mut w = Window {
+            pos: 0,
+            buf: Vec::new(),
+        };
+        let mut high = 0;
+        for pos in 0..c {
+            if let Some(h) = Header::decode(self.log_bytes(&mut w, t, pos, 1, scanned)?) {
+                if h.format_id == self.log.format_id {
+                    high = high.max(h.seq);
+                }
+            }
+        }
+        Ok(high)
     }
 
     /// Applies a replayed record to the maps.
@@ -259,16 +310,19 @@ impl HybridDevice {
         let (m, mut io) = mio!(self, *t);
         match h.kind {
             Kind::Data => {
-                let home0 = h.extents[0].0;
-                for i in 0..h.data_sectors {
-                    let (home, slot) = (home0 + i, idx + 1 + i);
+                let units = h
+                    .extents
+                    .iter()
+                    .flat_map(|&(h0, n, m)| (h0..h0 + n).map(move |x| (x, m)));
+                for (i, (home, missing)) in units.enumerate() {
+                    let slot = idx + 1 + i as u64;
                     if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
                         m.rev_clear(&mut io, old.value)?;
                         self.cached_sectors -= 1;
                         self.dirty_sectors -= u64::from(old.unflushed());
                     }
-                    m.fwd_set(&mut io, home, encode(slot, true))?;
-                    m.rev_set(&mut io, slot, encode(home, true))?;
+                    m.fwd_set(&mut io, home, encode(slot, true, missing))?;
+                    m.rev_set(&mut io, slot, encode(home, true, missing))?;
                     self.cached_sectors += 1;
                     self.dirty_sectors += 1;
                 }
@@ -276,7 +330,7 @@ impl HybridDevice {
             // Promoted copies are clean; the HDD has the data.
             Kind::Promote => {}
             Kind::Trim => {
-                for &(home0, n) in &h.extents {
+                for &(home0, n, _) in &h.extents {
                     for home in home0..home0 + n {
                         if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                             m.fwd_clear(&mut io, home)?;

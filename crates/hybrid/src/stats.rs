@@ -51,6 +51,11 @@ pub struct HybridStats {
     pub flush_mb_per_s: f64,
     /// Writes that waited for the flush worker to free cache space.
     pub stalls: u64,
+    /// Units logged with only some of their host sectors (a write covered
+    /// them in part and no cached copy held the rest).
+    pub partial_units: u64,
+    /// SSD reads of a cached copy merged into a write covering its unit in part.
+    pub merge_reads: u64,
     pub promotions: u64,
     pub promoted_bytes: u64,
     /// Memory the resident mapping tablets take, and tablet swaps.

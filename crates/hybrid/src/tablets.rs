@@ -274,6 +274,33 @@ impl RadixMap {
         Ok(())
     }
 
+    /// How many keys are mapped (walks the whole tree).
+    pub fn count(&self, tabs: &mut Tablets, io: &mut Io) -> Result<u64> {
+        let Some(root) = self.root else {
+            return Ok(0);
+        };
+        let mut level_ids = vec![root];
+        for _ in 0..3 {
+            let mut next = Vec::new();
+            for id in level_ids {
+                for i in 0..FANOUT {
+                    match tabs.entry(io, id, i)? {
+                        0 => {}
+                        child => next.push((child - 1) as u32),
+                    }
+                }
+            }
+            level_ids = next;
+        }
+        let mut n = 0;
+        for id in level_ids {
+            for i in 0..FANOUT {
+                n += u64::from(tabs.entry(io, id, i)? != 0);
+            }
+        }
+        Ok(n)
+    }
+
     /// Unmaps `key`, releasing tablets that become empty.
     pub fn clear(&mut self, tabs: &mut Tablets, io: &mut Io, key: u64) -> Result<()> {
         let Some(root) = self.root else {

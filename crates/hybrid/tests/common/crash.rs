@@ -100,6 +100,25 @@ impl Disk {
     }
 }
 
+impl Disk {
+    /// Writes since the last flush.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// What survives a power cut that keeps exactly the pending writes
+    /// `keep` picks (by index, oldest first).
+    pub fn after_crash_keeping(&self, keep: impl Fn(usize) -> bool) -> Vec<u8> {
+        let mut img = self.durable.clone();
+        for (i, (off, data)) in self.pending.iter().enumerate() {
+            if keep(i) {
+                img[*off as usize..*off as usize + data.len()].copy_from_slice(data);
+            }
+        }
+        img
+    }
+}
+
 impl BlockDevice for CrashDevice {
     fn geometry(&self) -> Geometry {
         Geometry {
