@@ -161,6 +161,9 @@ impl Disk {
         self.dev.flush_at(at)?;
         self.flushes += 1;
         self.synced = self.logged;
+        if let Some(w) = &mut self.journal {
+            w.flushed();
+        }
         Ok(())
     }
 
@@ -174,6 +177,9 @@ impl Disk {
         log.flush_at(now)?;
         self.flushes += 1;
         self.synced = self.logged;
+        if let Some(w) = &mut self.journal {
+            w.flushed();
+        }
         Ok(())
     }
 
@@ -195,7 +201,10 @@ impl Disk {
             return Ok(());
         };
         // What the record points to must be durable before the record is.
-        let r = self.flush().and_then(|_| wal.append(self, kind, payload));
+        let r = self.flush().and_then(|_| {
+            wal.flushed();
+            wal.append(self, kind, payload)
+        });
         self.journal = Some(wal);
         r?;
         self.flush()

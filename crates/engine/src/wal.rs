@@ -12,15 +12,50 @@
 //! program-once devices an erase unit of the region is erased before the
 //! log first writes into it in an epoch.
 //!
-//! Record header (32 bytes): magic, version, kind, sequence number, payload
-//! length, crc32c over the header's other 28 bytes and the payload, epoch.
+//! Record header (32 bytes): magic, version, kind, how far back the log was
+//! durable (u16: the record's sequence number less that of the newest
+//! record a flush had made durable when it was written, `u16::MAX` if
+//! unknown or further), sequence number, payload length, crc32c over the
+//! header's other 28 bytes and the payload, epoch.
+//!
+//! The durable distance tells a torn tail from a damaged record: when the
+//! record recovery stops at is followed by a valid record that says it was
+//! durable, that record was acknowledged and then damaged, which is
+//! [`Error::Corrupt`], never a silent end of the log.
 
-use crate::error::{Error, Result};
+use crate::error::{corrupt, Error, Result};
 use crate::io::{Disk, Region};
 
+/// A record read back.
+struct Record {
+    kind: u8,
+    payload: Vec<u8>,
+    /// Bytes it takes.
+    total: u64,
+    /// Its durable distance (`u16::MAX`: unknown).
+    back: u16,
+}
+
+/// What a sector where a record may start holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Header {
+    /// A header of this epoch with this sequence number.
+    Ours(u64),
+    /// A header of another epoch: left from an earlier use of the half.
+    Stale,
+    Blank,
+    /// Anything else: a torn or damaged header.
+    Damaged,
+}
+
 const MAGIC: u32 = 0x4C57_4B46; // "FKWL"
-const VERSION: u8 = 1;
+/// Version 2 records carry the durable distance; version 1 (earlier
+/// builds, still read) has zeros there.
+const VERSION: u8 = 2;
 const HDR: usize = 32;
+/// Bytes after a damaged record searched for the record that follows it,
+/// when the damaged record's own length cannot be trusted.
+const SEARCH_WINDOW: u64 = 4 << 20;
 
 pub(crate) struct Wal {
     /// The region: two halves, epochs alternate between them.
@@ -35,6 +70,8 @@ pub(crate) struct Wal {
     /// Bytes from `start` already erased (program-once devices) since the last reset.
     clean_to: u64,
     epoch: u64,
+    /// Sequence number of the newest record a flush made durable (0: none).
+    durable: u64,
 }
 
 /// Checksum of a record: header without its crc field, then the payload.
@@ -63,7 +100,13 @@ impl Wal {
             sector,
             clean_to: 0,
             epoch,
+            durable: 0,
         }
+    }
+
+    /// A device flush made every record appended so far durable.
+    pub fn flushed(&mut self) {
+        self.durable = self.next_seq - 1;
     }
 
     /// Bytes a record with `payload` bytes takes.
@@ -89,6 +132,11 @@ impl Wal {
         buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         buf[4] = VERSION;
         buf[5] = kind;
+        let back = match self.durable {
+            0 => u16::MAX,
+            d => u16::try_from(self.next_seq - d).unwrap_or(u16::MAX),
+        };
+        buf[6..8].copy_from_slice(&back.to_le_bytes());
         buf[8..16].copy_from_slice(&self.next_seq.to_le_bytes());
         buf[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         buf[24..32].copy_from_slice(&self.epoch.to_le_bytes());
@@ -115,22 +163,17 @@ impl Wal {
         Ok(())
     }
 
-    /// The record at `pos` if it is valid and the next in sequence:
-    /// (kind, payload, bytes taken).
-    fn read_at(&self, disk: &mut Disk, pos: u64) -> Result<Option<(u8, Vec<u8>, u64)>> {
+    /// The record at `pos` if it is valid and has sequence number `seq`.
+    fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Option<Record>> {
         if pos + self.sector > self.len {
             return Ok(None);
         }
         let mut head = vec![0u8; self.sector as usize];
         disk.read(Region::Wal, self.start + pos, &mut head)?;
-        let ok = u32::from_le_bytes(head[0..4].try_into().unwrap()) == MAGIC
-            && head[4] == VERSION
-            && u64::from_le_bytes(head[8..16].try_into().unwrap()) == self.next_seq
-            && u64::from_le_bytes(head[24..32].try_into().unwrap()) == self.epoch;
-        if !ok {
+        if self.header(&head) != Header::Ours(seq) {
             return Ok(None);
         }
-        let plen = u32::from_le_bytes(head[16..20].try_into().unwrap()) as usize;
+        let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes")) as usize;
         let total = self.record_len(plen);
         if pos + total > self.len {
             return Ok(None);
@@ -142,28 +185,105 @@ impl Wal {
             disk.read(Region::Wal, self.start + pos + self.sector, &mut buf[s..])?;
         }
         buf.truncate(HDR + plen);
-        if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().unwrap()) {
+        if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().expect("4 bytes")) {
             return Ok(None);
         }
-        Ok(Some((buf[5], buf.split_off(HDR), total)))
+        let back = match buf[4] {
+            1 => u16::MAX, // version 1 did not say
+            _ => u16::from_le_bytes([buf[6], buf[7]]),
+        };
+        Ok(Some(Record {
+            kind: buf[5],
+            payload: buf.split_off(HDR),
+            total,
+            back,
+        }))
+    }
+
+    /// What a sector holding a record header says, checksum unchecked.
+    fn header(&self, head: &[u8]) -> Header {
+        let magic = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) == MAGIC;
+        let epoch = u64::from_le_bytes(head[24..32].try_into().expect("8 bytes"));
+        match (magic && matches!(head[4], 1 | 2), epoch == self.epoch) {
+            (true, true) => Header::Ours(u64::from_le_bytes(head[8..16].try_into().expect("8"))),
+            (true, false) => Header::Stale,
+            _ if head.iter().all(|&b| b == 0) => Header::Blank,
+            _ => Header::Damaged,
+        }
     }
 
     /// Reads the valid records from the start of the region, beginning with
     /// sequence number `self.next_seq`, and positions the log after them.
+    /// A damaged record that a later record says was durable is
+    /// [`Error::Corrupt`], not the end of the log.
     pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
         let mut out = Vec::new();
         self.pos = 0;
-        while let Some((kind, payload, total)) = self.read_at(disk, self.pos)? {
-            out.push((kind, payload));
-            self.pos += total;
+        while let Some(r) = self.read_at(disk, self.pos, self.next_seq)? {
+            out.push((r.kind, r.payload));
+            self.pos += r.total;
             self.next_seq += 1;
         }
+        self.check_end(disk)?;
+        self.durable = self.next_seq - 1;
         // Appends must never erase the units holding these records.
         self.clean_to = match disk.log_geo.erase_unit {
             Some(eu) if disk.log_geo.program_once => self.pos.div_ceil(eu) * eu,
             _ => 0,
         };
         Ok(out)
+    }
+
+    /// Where recovery stopped (`pos`, expecting `next_seq`): blank space or
+    /// an earlier epoch's record is the end of the log; anything else is a
+    /// torn or damaged record, and the records after it say which.
+    fn check_end(&self, disk: &mut Disk) -> Result<()> {
+        let (pos, lost) = (self.pos, self.next_seq);
+        if pos + self.sector > self.len {
+            return Ok(());
+        }
+        let mut head = vec![0u8; self.sector as usize];
+        disk.read(Region::Wal, self.start + pos, &mut head)?;
+        let mut at = match self.header(&head) {
+            Header::Blank | Header::Stale => return Ok(()),
+            // Its header is whole: the next record follows it.
+            Header::Ours(s) if s == lost => {
+                let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+                Some(pos + self.record_len(plen as usize))
+            }
+            _ => self.search(disk, pos, lost + 1)?,
+        };
+        let mut seq = lost + 1;
+        while let Some(r) = at
+            .map(|p| self.read_at(disk, p, seq))
+            .transpose()?
+            .flatten()
+        {
+            if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
+                return Err(corrupt(format!(
+                    "write-ahead log record {lost} is damaged, and record {seq} after it says it was durable"
+                )));
+            }
+            at = at.map(|p| p + r.total);
+            seq += 1;
+        }
+        Ok(())
+    }
+
+    /// The offset of a header of record `seq` in the window after `pos`.
+    fn search(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Option<u64>> {
+        let from = pos + self.sector;
+        let to = (pos + SEARCH_WINDOW).min(self.len);
+        if from >= to {
+            return Ok(None);
+        }
+        let mut buf = vec![0u8; (to - from) as usize];
+        disk.read(Region::Wal, self.start + from, &mut buf)?;
+        let s = self.sector as usize;
+        Ok(buf
+            .chunks_exact(s)
+            .position(|h| self.header(h) == Header::Ours(seq))
+            .map(|i| from + (i * s) as u64))
     }
 
     /// Offset and length of the records written in the current epoch.

@@ -216,3 +216,67 @@ fn overflow_pages_are_reused() {
         assert!(db.stats().pages_allocated < 40);
     }
 }
+
+/// Offsets of the write-ahead log records of epoch `epoch` on `dev`, in
+/// sequence order (each starts a sector with the log's magic).
+fn log_records(dev: &mut dyn BlockDevice, epoch: u64) -> Vec<(u64, u64)> {
+    let mut found = Vec::new();
+    let mut sector = [0u8; 512];
+    for off in (0..8u64 << 20).step_by(512) {
+        dev.read_at(0, off, &mut sector).unwrap();
+        if &sector[0..4] == b"FKWL" && sector[24..32] == epoch.to_le_bytes() {
+            found.push((u64::from_le_bytes(sector[8..16].try_into().unwrap()), off));
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn a_damaged_durable_log_record_is_reported_not_taken_for_the_end() {
+    // Each commit flushed: every record says the one before it was durable.
+    let opts = small().wal_size(4 << 20).sync(true);
+    let db = Db::open(dram(), opts.clone()).unwrap();
+    for i in 0..20u32 {
+        db.put(&i.to_be_bytes(), &[i as u8; 300]).unwrap();
+    }
+    let mut dev = db.into_device(); // a crash: no checkpoint
+                                    // The records of the newest epoch: the creation's checkpoint started it.
+    let epoch = (1..8)
+        .rev()
+        .find(|e| log_records(&mut *dev, *e).len() >= 20)
+        .unwrap();
+    let records = log_records(&mut *dev, epoch);
+    let (_, middle) = records[records.len() / 2];
+    let mut sector = [0u8; 512];
+    dev.read_at(0, middle, &mut sector).unwrap();
+    sector[100] ^= 0x40; // a bit of the record's payload rots
+    dev.write_at(0, middle, &sector).unwrap();
+    match Db::open_existing(dev, opts.clone()) {
+        Err(Error::Corrupt(m)) => assert!(m.contains("says it was durable"), "{m}"),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("a damaged durable record was taken for the end of the log"),
+    }
+}
+
+#[test]
+fn a_torn_last_record_is_the_end_of_the_log() {
+    let opts = small().wal_size(4 << 20).sync(true);
+    let db = Db::open(dram(), opts.clone()).unwrap();
+    for i in 0..20u32 {
+        db.put(&i.to_be_bytes(), &[i as u8; 300]).unwrap();
+    }
+    let mut dev = db.into_device();
+    let epoch = (1..8)
+        .rev()
+        .find(|e| log_records(&mut *dev, *e).len() >= 20)
+        .unwrap();
+    let (_, last) = *log_records(&mut *dev, epoch).last().unwrap();
+    let mut sector = [0u8; 512];
+    dev.read_at(0, last, &mut sector).unwrap();
+    sector[100] ^= 0x40;
+    dev.write_at(0, last, &sector).unwrap();
+    // Nothing after it vouches for it: the put it held is lost, the rest kept.
+    let db = Db::open_existing(dev, opts).unwrap();
+    assert_eq!(db.scan(..).unwrap().len(), 19);
+}
