@@ -1045,6 +1045,30 @@ impl Core {
         (rec, imaged)
     }
 
+    /// Writes checkpoint `seq` of the store as it is now, its log starting
+    /// at record `wal_seq`, and makes it the current one.
+    fn write_checkpoint(&mut self, seq: u64, wal_seq: u64) -> Result<()> {
+        let mut state = Vec::new();
+        self.store.encode_state(&mut state);
+        Checkpoint {
+            seq,
+            store: self.store.kind(),
+            page_size: self.store.page_size() as u32,
+            layout: self.layout,
+            root: self.meta.root,
+            next_page: self.meta.next_page,
+            next_auto: self.meta.next_auto,
+            free_head: self.meta.free_head,
+            wal_seq,
+            log_id: self.log_id,
+            store_state: state,
+        }
+        .write(&mut self.disk)?;
+        self.ckpt_seq = seq;
+        self.checkpoints += 1;
+        Ok(())
+    }
+
     fn checkpoint(&mut self) -> Result<()> {
         if self.read_only {
             // Nothing was changed, so there is nothing to write.
@@ -1059,24 +1083,7 @@ impl Core {
         if let Some(w) = &self.disk.journal {
             self.wal_seq = w.next_seq;
         }
-        let mut state = Vec::new();
-        self.store.encode_state(&mut state);
-        let c = Checkpoint {
-            seq: self.ckpt_seq + 1,
-            store: self.store.kind(),
-            page_size: self.store.page_size() as u32,
-            layout: self.layout,
-            root: self.meta.root,
-            next_page: self.meta.next_page,
-            next_auto: self.meta.next_auto,
-            free_head: self.meta.free_head,
-            wal_seq: self.wal_seq,
-            log_id: self.log_id,
-            store_state: state,
-        };
-        c.write(&mut self.disk)?;
-        self.ckpt_seq += 1;
-        self.checkpoints += 1;
+        self.write_checkpoint(self.ckpt_seq + 1, self.wal_seq)?;
         if let Some(mut w) = self.disk.journal.take() {
             // The checkpoint is durable: the records before it are not needed.
             let (off, len) = w.written();

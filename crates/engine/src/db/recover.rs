@@ -15,7 +15,6 @@ use crate::btree::Meta;
 use crate::error::{corrupt, Result};
 use crate::page::{Op, Page, PageId};
 use crate::redo::{self, Entry};
-use crate::superblock::Checkpoint;
 use crate::wal::Wal;
 
 /// A page record of the log, decoded: the tree state it carries (batches)
@@ -96,25 +95,7 @@ impl Core {
         for id in ids {
             self.pool.mark_imaged(id);
         }
-        let mut state = Vec::new();
-        self.store.encode_state(&mut state);
-        Checkpoint {
-            seq: epoch,
-            store: self.store.kind(),
-            page_size: self.store.page_size() as u32,
-            layout: self.layout,
-            root: self.meta.root,
-            next_page: self.meta.next_page,
-            next_auto: self.meta.next_auto,
-            free_head: self.meta.free_head,
-            wal_seq: first,
-            log_id: self.log_id,
-            store_state: state,
-        }
-        .write(&mut self.disk)?;
-        self.ckpt_seq = epoch;
-        self.checkpoints += 1;
-        Ok(())
+        self.write_checkpoint(epoch, first)
     }
 }
 
