@@ -159,12 +159,17 @@ impl Disk {
             at = log.flush_at(now)?.end;
         }
         self.dev.flush_at(at)?;
+        self.log_durable();
+        Ok(())
+    }
+
+    /// A flush completed: every record appended so far is durable.
+    fn log_durable(&mut self) {
         self.flushes += 1;
         self.synced = self.logged;
         if let Some(w) = &mut self.journal {
             w.flushed();
         }
-        Ok(())
     }
 
     /// Makes the log durable (all records appended so far), and nothing
@@ -175,11 +180,7 @@ impl Disk {
             return self.flush();
         };
         log.flush_at(now)?;
-        self.flushes += 1;
-        self.synced = self.logged;
-        if let Some(w) = &mut self.journal {
-            w.flushed();
-        }
+        self.log_durable();
         Ok(())
     }
 

@@ -29,11 +29,13 @@ use crate::page::{Op, Page, PageId};
 pub(crate) const REDO_RECORD: u8 = 4;
 /// Write-ahead log record kind of page images logged before a write back.
 pub(crate) const IMAGES_RECORD: u8 = 5;
-/// Bytes an images record spends per page beyond the page itself.
-pub(crate) const IMAGE_OVERHEAD: usize = ENTRY_HDR;
+/// Bytes an image entry takes at most beyond the page itself: the entry
+/// header and the live spans' head length.
+pub(crate) const IMAGE_OVERHEAD: usize = ENTRY_HDR + 4;
 /// Bytes before the entries of an images record.
 pub(crate) const IMAGES_HDR: usize = 4;
-const META_BYTES: usize = 36;
+/// Bytes of a batch record before its entries: tree state and entry count.
+pub(crate) const META_BYTES: usize = 36;
 const IMAGE: u8 = 0;
 const OPS: u8 = 1;
 /// A page image without its free space: u32 head length, head, tail.
@@ -128,16 +130,20 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 /// Decodes a batch record; any malformed byte is a corruption error.
 pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
+    Ok((decode_meta(b)?, decode_entries(&b[32..], page_size)?))
+}
+
+/// The tree state a batch record (of this or an earlier format) starts with.
+pub(crate) fn decode_meta(b: &[u8]) -> Result<Meta> {
     if b.len() < META_BYTES {
         return Err(corrupt("redo record truncated"));
     }
-    let meta = Meta {
+    Ok(Meta {
         root: u64_at(b, 0),
         next_page: u64_at(b, 8),
         next_auto: u64_at(b, 16),
         free_head: u64_at(b, 24),
-    };
-    Ok((meta, decode_entries(&b[32..], page_size)?))
+    })
 }
 
 /// Decodes an images record: every entry must be a page image.
@@ -250,10 +256,7 @@ mod tests {
         let rec = w.finish();
         let (head, tail) = page.live_spans();
         assert!(tail - head > 1500, "the gap is most of the page");
-        assert_eq!(
-            rec.len(),
-            IMAGES_HDR + IMAGE_OVERHEAD + 4 + head + 4096 - tail
-        );
+        assert_eq!(rec.len(), IMAGES_HDR + IMAGE_OVERHEAD + head + 4096 - tail);
         let back = decode_images(&rec, 4096).unwrap().pop().unwrap();
         assert_eq!(back.len(), page.len());
         for i in 0..page.len() {
@@ -280,7 +283,7 @@ mod tests {
         let live = |p: &Page| p.live_spans().0 + 512 - p.live_spans().1;
         assert_eq!(
             w.len(),
-            IMAGES_HDR + 2 * (IMAGE_OVERHEAD + 4) + live(&a) + live(&b)
+            IMAGES_HDR + 2 * IMAGE_OVERHEAD + live(&a) + live(&b)
         );
         assert_eq!(live(&b), crate::page::HEADER);
         let pages = decode_images(&w.finish(), 512).unwrap();

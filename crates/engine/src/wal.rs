@@ -36,6 +36,14 @@ struct Record {
     back: u16,
 }
 
+/// What recovery finds where a record may start.
+enum Found {
+    Record(Record),
+    /// No valid record with the sequence number sought: the sector there
+    /// (`None` past the end of the log).
+    Not(Option<Vec<u8>>),
+}
+
 /// What a sector where a record may start holds.
 #[derive(Debug, PartialEq, Eq)]
 enum Header {
@@ -164,19 +172,19 @@ impl Wal {
     }
 
     /// The record at `pos` if it is valid and has sequence number `seq`.
-    fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Option<Record>> {
+    fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
         if pos + self.sector > self.len {
-            return Ok(None);
+            return Ok(Found::Not(None));
         }
         let mut head = vec![0u8; self.sector as usize];
         disk.read(Region::Wal, self.start + pos, &mut head)?;
         if self.header(&head) != Header::Ours(seq) {
-            return Ok(None);
+            return Ok(Found::Not(Some(head)));
         }
         let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes")) as usize;
         let total = self.record_len(plen);
         if pos + total > self.len {
-            return Ok(None);
+            return Ok(Found::Not(Some(head)));
         }
         let mut buf = head;
         buf.resize(total as usize, 0);
@@ -186,13 +194,14 @@ impl Wal {
         }
         buf.truncate(HDR + plen);
         if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().expect("4 bytes")) {
-            return Ok(None);
+            buf.truncate(self.sector as usize);
+            return Ok(Found::Not(Some(buf)));
         }
         let back = match buf[4] {
             1 => u16::MAX, // version 1 did not say
             _ => u16::from_le_bytes([buf[6], buf[7]]),
         };
-        Ok(Some(Record {
+        Ok(Found::Record(Record {
             kind: buf[5],
             payload: buf.split_off(HDR),
             total,
@@ -219,12 +228,19 @@ impl Wal {
     pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
         let mut out = Vec::new();
         self.pos = 0;
-        while let Some(r) = self.read_at(disk, self.pos, self.next_seq)? {
-            out.push((r.kind, r.payload));
-            self.pos += r.total;
-            self.next_seq += 1;
+        let end = loop {
+            match self.read_at(disk, self.pos, self.next_seq)? {
+                Found::Record(r) => {
+                    out.push((r.kind, r.payload));
+                    self.pos += r.total;
+                    self.next_seq += 1;
+                }
+                Found::Not(head) => break head,
+            }
+        };
+        if let Some(head) = end {
+            self.check_end(disk, &head)?;
         }
-        self.check_end(disk)?;
         self.durable = self.next_seq - 1;
         // Appends must never erase the units holding these records.
         self.clean_to = match disk.log_geo.erase_unit {
@@ -234,17 +250,13 @@ impl Wal {
         Ok(out)
     }
 
-    /// Where recovery stopped (`pos`, expecting `next_seq`): blank space or
-    /// an earlier epoch's record is the end of the log; anything else is a
-    /// torn or damaged record, and the records after it say which.
-    fn check_end(&self, disk: &mut Disk) -> Result<()> {
+    /// Where recovery stopped (`pos`, expecting `next_seq`; `head` the
+    /// sector there): blank space or an earlier epoch's record is the end
+    /// of the log; anything else is a torn or damaged record, and the
+    /// records after it say which.
+    fn check_end(&self, disk: &mut Disk, head: &[u8]) -> Result<()> {
         let (pos, lost) = (self.pos, self.next_seq);
-        if pos + self.sector > self.len {
-            return Ok(());
-        }
-        let mut head = vec![0u8; self.sector as usize];
-        disk.read(Region::Wal, self.start + pos, &mut head)?;
-        let mut at = match self.header(&head) {
+        let mut at = match self.header(head) {
             Header::Blank | Header::Stale => return Ok(()),
             // Its header is whole: the next record follows it.
             Header::Ours(s) if s == lost => {
@@ -254,17 +266,16 @@ impl Wal {
             _ => self.search(disk, pos, lost + 1)?,
         };
         let mut seq = lost + 1;
-        while let Some(r) = at
-            .map(|p| self.read_at(disk, p, seq))
-            .transpose()?
-            .flatten()
-        {
+        while let Some(p) = at {
+            let Found::Record(r) = self.read_at(disk, p, seq)? else {
+                break;
+            };
             if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
                 return Err(corrupt(format!(
                     "write-ahead log record {lost} is damaged, and record {seq} after it says it was durable"
                 )));
             }
-            at = at.map(|p| p + r.total);
+            at = Some(p + r.total);
             seq += 1;
         }
         Ok(())

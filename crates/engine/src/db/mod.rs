@@ -23,11 +23,6 @@ use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::Wal;
 
-/// Write-ahead log record kind of a committed batch as whole page images
-/// (written by earlier versions; read still).
-const BATCH_RECORD: u8 = 1;
-/// Bytes before the page images of a batch record: tree state and page count.
-const META_BYTES: usize = 36;
 /// Default virtual capacity of a store in a file (the file grows as the
 /// store does, so this is a limit, not a size).
 const FILE_MAX: u64 = 64 << 30;

@@ -10,12 +10,16 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Core, BATCH_RECORD, META_BYTES};
+use super::Core;
 use crate::btree::Meta;
 use crate::error::{corrupt, Result};
 use crate::page::{Op, Page, PageId};
 use crate::redo::{self, Entry};
 use crate::wal::Wal;
+
+/// Write-ahead log record kind of a committed batch as whole page images
+/// (written by earlier versions; read still).
+const BATCH_RECORD: u8 = 1;
 
 /// A page record of the log, decoded: the tree state it carries (batches)
 /// and its entries.
@@ -118,21 +122,12 @@ fn first_images(decoded: &[Decoded]) -> FxHashMap<PageId, usize> {
 
 /// A batch record of whole page images (format of earlier builds).
 fn decode_batch_images(b: &[u8], ps: usize) -> Result<Decoded> {
-    if b.len() < META_BYTES {
-        return Err(corrupt("log record truncated"));
-    }
-    let r = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
-    let meta = Meta {
-        root: r(0),
-        next_page: r(8),
-        next_auto: r(16),
-        free_head: r(24),
-    };
+    let meta = redo::decode_meta(b)?;
     let n = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")) as usize;
-    if b.len() != META_BYTES + n * ps {
+    if b.len() != redo::META_BYTES + n * ps {
         return Err(corrupt("log record length mismatch"));
     }
-    let pages = b[META_BYTES..]
+    let pages = b[redo::META_BYTES..]
         .chunks(ps)
         .map(|img| {
             let id: PageId = u64::from_le_bytes(img[16..24].try_into().expect("8 bytes"));
