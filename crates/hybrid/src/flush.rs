@@ -74,6 +74,10 @@ impl ReadCosts {
 const SEQ_SAMPLE: u64 = 256 << 10;
 /// Smallest round gathered in idle time.
 const MIN_IDLE_ROUND: u64 = 1 << 20;
+/// Largest round read whole into memory: larger rounds (a round may span
+/// the whole cache) read each write's sectors as it is written back, so
+/// the worker's memory stays bounded whatever `round_bytes` is.
+const MAX_WHOLE_READ: u64 = 64 << 20;
 
 impl HybridDevice {
     /// Runs the worker from `start` within `budget`; returns when its last
@@ -205,9 +209,12 @@ impl HybridDevice {
     }
 
     /// Whether reading the round whole is cheaper than reading its dirty
-    /// sectors one by one.
+    /// sectors one by one (and fits the worker's buffer).
     fn read_whole(&self, round: &Round) -> bool {
         let span: u64 = round.recs.iter().map(|r| r.1 * self.layout.sector).sum();
+        if span > MAX_WHOLE_READ {
+            return false;
+        }
         let whole = span as f64 * self.costs.seq_ns_per_byte.unwrap_or(0.0);
         let sectors = round.todo.len() as f64 * self.costs.sector_ns.unwrap_or(0.0);
         !round.todo.is_empty() && whole < sectors

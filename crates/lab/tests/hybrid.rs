@@ -2,7 +2,7 @@
 //! on a disk of its own, the hybrid without promotion, its write-back
 //! charged), at a small scale.
 
-use flashkv_lab::hybrid::{measure, measure_on, Config, Run, Setup, Size};
+use flashkv_lab::hybrid::{measure, measure_on, seed_policy, Config, Run, Setup, Size};
 use flashkv_lab::oltp::Scale;
 
 fn small() -> Size {
@@ -21,7 +21,10 @@ fn small() -> Size {
 /// The hybrid with read promotion (beyond the seed), otherwise as `measure`.
 fn promoting(config: Config, seed: u64) -> Run {
     let ssd = flashkv_device::presets::get("ssd-lowend").unwrap();
-    let policy = flashkv_hybrid::Options::default();
+    let policy = flashkv_hybrid::Options {
+        promote: true,
+        ..seed_policy()
+    };
     let setup = Setup {
         ssd: &ssd,
         policy: &policy,
@@ -31,20 +34,18 @@ fn promoting(config: Config, seed: u64) -> Run {
     measure_on(config, small(), seed, setup).unwrap()
 }
 
-/// What holds of the seed's ratios here (hybrid 2.84x the HDD, 1.98x the
-/// SSD; the SSD 1.43x the HDD). The seed's 3.0x the HDD does not: the
-/// hybrid's HDD still serves the reads its SSD misses, which nothing but
-/// promotion brings in, and the SSD is nearer the HDD than the seed's
-/// because the engine's page writes are in the transactions' time (the lab
-/// summary says both with the device times). So: the hybrid at least 2.5x
-/// the HDD and the seed's 1.3x the SSD, the SSD ahead of the HDD but short
-/// of the seed's 2.29x -30 %, and with promotion the seed's 3.0x.
+/// The seed's ratios at this scale (deterministic, virtual time; measured
+/// hybrid 3.10x the HDD and 2.15x the SSD, the SSD 1.45x the HDD, with
+/// promotion 4.84x the HDD): the hybrid holds the seed's 3.0x the HDD and
+/// 1.3x the SSD; the SSD stays short of the seed's 2.29x -30 % because the
+/// engine's page writes are in the transactions' time (the lab summary says
+/// why, with the device times); promotion adds to the hybrid's lead.
 #[test]
 fn the_seeds_configuration_keeps_what_holds_of_the_seeds_ratios() {
     let tps = |c| measure(c, small(), 7).unwrap().row.tps;
     let (hdd, ssd, hybrid) = (tps(Config::Hdd), tps(Config::Ssd), tps(Config::Hybrid));
     assert!(
-        hybrid >= 2.5 * hdd,
+        hybrid >= 3.0 * hdd,
         "hybrid {hybrid:.2} vs hdd {hdd:.2} TPS"
     );
     assert!(
@@ -57,8 +58,8 @@ fn the_seeds_configuration_keeps_what_holds_of_the_seeds_ratios() {
     );
     let promoted = promoting(Config::Hybrid, 7).row.tps;
     assert!(
-        promoted >= 3.0 * hdd,
-        "promoting {promoted:.2} vs hdd {hdd:.2} TPS"
+        promoted >= 1.4 * hybrid,
+        "promoting {promoted:.2} vs hybrid {hybrid:.2} TPS"
     );
 }
 

@@ -161,7 +161,11 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
     };
     opts.progress("hybrid: TPC-C-like on hdd, ssd and hybrid");
     let lowend = presets::get("ssd-lowend")?;
-    let (seed_policy, promoting) = (seed_policy(), flashkv_hybrid::Options::default());
+    let seed_policy = seed_policy();
+    let promoting = flashkv_hybrid::Options {
+        promote: true,
+        ..seed_policy.clone()
+    };
     // One at a time, and the hybrid's SSD data in a scratch file: each run
     // holds its database in memory (and, while loading, a second copy in the
     // engine's buffer), and the hybrid's SSD up to 2 GiB more, so side by
