@@ -10,8 +10,11 @@
 pub(super) const NONE: u32 = u32::MAX;
 
 /// Map entries per chunk: small, so scattered writes over a huge device
-/// allocate little beside each page they touch.
-const CHUNK: usize = 64;
+/// allocate little beside each page they touch. 16 (64 bytes) balances the
+/// directory (4 bytes per chunk of the capacity) against the chunks: after
+/// a fill and 10^6 random 4 KB writes to a 512 GiB `nvme`, 64 entries took
+/// 235 MB of RSS and 16 take 120 MB; at 4 TiB the two are about even.
+const CHUNK: usize = 16;
 
 /// Where pages go: logical page `l` lives on die `l % units`; block `b` is
 /// on die `b % units`.
@@ -39,7 +42,7 @@ impl Layout {
 
 /// Chunks per slab segment: the slab grows a segment (1 MiB) at a time,
 /// never by copying what it holds.
-const SEGMENT: usize = 4096;
+const SEGMENT: usize = (1 << 20) / (4 * CHUNK);
 
 /// Logical page -> physical page.
 pub(super) struct L2p {
