@@ -32,11 +32,13 @@ const EMULATED_UNIT: u64 = 128 << 10;
 /// A store's device and its log device, if it has one.
 pub type Devices = (Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>);
 
-/// A change in a [`WriteBatch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchOp {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
+/// A change in a [`WriteBatch`], borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Set the key to the value.
+    Put(&'a [u8], &'a [u8]),
+    /// Remove the key.
+    Delete(&'a [u8]),
 }
 
 /// Changes applied atomically by [`Db::write`]: after a crash either all of
@@ -50,23 +52,74 @@ pub enum BatchOp {
 /// db.write(b).unwrap();
 /// assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
 /// ```
+///
+/// Keys and values are copied into one buffer, not allocated one by one:
+/// a batch of 1,000 puts spent a fifth of its time in `malloc` and `free`
+/// when each pair was two vectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
-    pub ops: Vec<BatchOp>,
+    /// Keys and values, back to back.
+    bytes: Vec<u8>,
+    /// Per change: where its key starts, the key's length, and the value's
+    /// length (`u32::MAX` for a delete); the value follows the key.
+    ops: Vec<(usize, u32, u32)>,
 }
 
+/// The value length marking a delete in [`WriteBatch::ops`].
+const DELETE: u32 = u32::MAX;
+
 impl WriteBatch {
+    /// An empty batch with room for `ops` changes of `bytes` key and value
+    /// bytes in all.
+    pub fn with_capacity(ops: usize, bytes: usize) -> Self {
+        WriteBatch {
+            bytes: Vec::with_capacity(bytes),
+            ops: Vec::with_capacity(ops),
+        }
+    }
+
+    /// Sets `key` to `value` when the batch is written.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
-        self.ops.push(BatchOp::Put(key.to_vec(), value.to_vec()));
+        // Lengths beyond u32 are refused when the batch is written (a key
+        // or value must fit a page); saturate so they stay refusable.
+        let vl = u32::try_from(value.len())
+            .unwrap_or(DELETE - 1)
+            .min(DELETE - 1);
+        self.push(key, vl);
+        self.bytes.extend_from_slice(value);
         self
     }
+
+    /// Removes `key` when the batch is written.
     pub fn delete(&mut self, key: &[u8]) -> &mut Self {
-        self.ops.push(BatchOp::Delete(key.to_vec()));
+        self.push(key, DELETE);
         self
     }
+
+    fn push(&mut self, key: &[u8], vl: u32) {
+        let kl = u32::try_from(key.len()).unwrap_or(u32::MAX);
+        self.ops.push((self.bytes.len(), kl, vl));
+        self.bytes.extend_from_slice(key);
+    }
+
+    /// The changes, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.ops.iter().map(|&(at, kl, vl)| {
+            let k_end = at + kl as usize;
+            let key = &self.bytes[at..k_end];
+            match vl {
+                DELETE => BatchOp::Delete(key),
+                _ => BatchOp::Put(key, &self.bytes[k_end..k_end + vl as usize]),
+            }
+        })
+    }
+
+    /// Changes in the batch.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
+
+    /// Whether the batch holds no change.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -372,7 +425,7 @@ impl Db {
         let mut c = self.lock()?;
         let ps = c.store.page_size();
         let mut bytes = 0;
-        for op in &batch.ops {
+        for op in batch.iter() {
             match op {
                 BatchOp::Put(k, v) => {
                     btree::check_key(k, ps)?;
@@ -382,8 +435,8 @@ impl Db {
                 BatchOp::Delete(k) => btree::check_key(k, ps)?,
             }
         }
-        c.write_with(bytes + batch.ops.len(), batch.ops.len(), |t| {
-            for op in &batch.ops {
+        c.write_with(bytes + batch.len(), batch.len(), |t| {
+            for op in batch.iter() {
                 match op {
                     BatchOp::Put(k, v) => t.put(k, v).map(drop)?,
                     BatchOp::Delete(k) => t.delete(k).map(drop)?,
@@ -1092,5 +1145,31 @@ impl Core {
             r?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BatchOp, WriteBatch};
+
+    #[test]
+    fn a_batch_gives_back_its_changes_in_order() {
+        let mut b = WriteBatch::with_capacity(4, 16);
+        b.put(b"k1", b"v1")
+            .delete(b"k2")
+            .put(b"", b"")
+            .put(b"k3", b"");
+        let ops: Vec<BatchOp> = b.iter().collect();
+        assert_eq!(
+            ops,
+            [
+                BatchOp::Put(b"k1", b"v1"),
+                BatchOp::Delete(b"k2"),
+                BatchOp::Put(b"", b""),
+                BatchOp::Put(b"k3", b""),
+            ]
+        );
+        assert_eq!(b.len(), 4);
+        assert!(!b.is_empty() && WriteBatch::default().is_empty());
     }
 }
