@@ -66,12 +66,13 @@ def _run_point(experiment: str, params: Params, quick: bool, seed: int) -> List[
 
 
 class _Bar:
-    """tqdm where installed, else a line per tenth on stderr."""
+    """tqdm on a terminal where installed, else a line per tenth on stderr
+    (as the command line's progress)."""
 
     def __init__(self, total: int, label: str, on: bool) -> None:
         self.total, self.label, self.done, self.tenths = total, label, 0, 0
         self.bar = None
-        if on:
+        if on and sys.stderr.isatty():
             try:
                 from tqdm.auto import tqdm
 
