@@ -20,6 +20,7 @@ use crate::interrupt::{Interruptible, Stop};
 
 /// What a device is made from: fresh copies are made from it.
 #[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // one per Device, never in a collection
 pub enum Model {
     Spec(DeviceSpec),
     /// SSD and HDD, the hybrid with its default policy.
@@ -30,7 +31,9 @@ impl Model {
     /// A new device of this model, as a fresh run needs it.
     pub fn build(&self) -> PyResult<Inner> {
         match self {
-            Model::Spec(s) => Ok(Inner::Sim(SimDevice::new(s).map_err(errors::device)?)),
+            Model::Spec(s) => Ok(Inner::Sim(Box::new(
+                SimDevice::new(s).map_err(errors::device)?,
+            ))),
             Model::Hybrid(s, h) => {
                 let ssd = SimDevice::new(s).map_err(errors::device)?;
                 let hdd = SimDevice::new(h).map_err(errors::device)?;
@@ -51,20 +54,20 @@ impl Model {
 
 /// The device itself.
 pub enum Inner {
-    Sim(SimDevice),
+    Sim(Box<SimDevice>),
     Hybrid(Box<HybridDevice>),
 }
 
 impl Inner {
     fn dev(&self) -> &dyn BlockDevice {
         match self {
-            Inner::Sim(d) => d,
+            Inner::Sim(d) => &**d,
             Inner::Hybrid(d) => &**d,
         }
     }
     fn dev_mut(&mut self) -> &mut dyn BlockDevice {
         match self {
-            Inner::Sim(d) => d,
+            Inner::Sim(d) => &mut **d,
             Inner::Hybrid(d) => &mut **d,
         }
     }
