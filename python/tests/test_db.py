@@ -84,8 +84,10 @@ def test_batches_commit_atomically_or_not_at_all():
     assert db.get("d") == b"4"
     with pytest.raises(flashkv.StoreError, match="already committed"):
         b.put("e", "5")
-    commits = db.stats()["commits"]
-    assert commits >= 3
+    s = db.stats()
+    assert s["commits"] == 3 and s["policy"] == "lru"  # put, batch, batch: the abandoned one never committed
+    db.checkpoint()
+    assert db.stats()["checkpoints"] == s["checkpoints"] + 1
     db.close()
 
 
