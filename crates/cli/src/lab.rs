@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, ValueEnum};
-use flashkv_lab::lab::{self, Experiment, LabOptions};
-use serde_json::{Map, Value};
+use clap::{Args, Subcommand, ValueEnum};
+use flashkv_lab::lab::{self, Experiment, LabOptions, Section};
+use flashkv_lab::shard::{self, Shard};
+use serde_json::{json, Map, Value};
 
 use crate::error::{print_json, CliError};
 use crate::progress::LabProgress;
@@ -13,8 +14,16 @@ use crate::progress::LabProgress;
 /// Run the lab on the built-in emulated devices: reproduce the seed
 /// documents' experiments, print the comparison, and write results/ (one
 /// folder per experiment with JSON, CSV and SVG plots, plus summary.md).
+///
+/// Every experiment is a grid of independent points (--points lists them).
+/// --shard I/N runs every N-th point, starting with the I-th, and writes
+/// shard-I-of-N.json to --out; `flashkv lab merge DIR...` then writes the
+/// results/ a single run would, from the N shard files.
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LabArgs {
+    #[command(subcommand)]
+    merge: Option<LabCommand>,
     /// Experiments to run [default: all].
     #[arg(value_enum)]
     experiments: Vec<Name>,
@@ -30,6 +39,38 @@ pub struct LabArgs {
     /// Seed for every random choice: same seed, same numbers.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// List the experiments' points (id and parameters) instead of running them.
+    #[arg(long, conflicts_with = "shard")]
+    points: bool,
+    /// Run only the I-th of N slices of the points (round robin over every
+    /// experiment's grid) and write --out/shard-I-of-N.json for `lab merge`.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<Shard>,
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Write the results/ of a sharded run from its shard files (every
+    /// shard-I-of-N.json in each DIR, or the files given), as one run of
+    /// the same experiments, --quick and --seed would.
+    Merge(MergeArgs),
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// Directories holding shard files, or shard files.
+    #[arg(required = true, value_name = "DIR")]
+    dirs: Vec<PathBuf>,
+    /// Where to write results.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Print the rows of every experiment as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    s.parse()
 }
 
 /// The experiments by name.
@@ -63,11 +104,17 @@ impl Name {
 }
 
 pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
+    if let Some(LabCommand::Merge(m)) = a.merge {
+        return merge(m);
+    }
     let experiments: Vec<Experiment> = if a.experiments.is_empty() {
         Experiment::ALL.to_vec()
     } else {
         a.experiments.iter().map(|n| n.experiment()).collect()
     };
+    if a.points {
+        return list_points(&experiments, a.quick, a.json);
+    }
     crate::files::check_out_dir("--out", &a.out)?;
     let progress = LabProgress::new(experiments.iter().map(|e| e.name()).collect());
     let opts = LabOptions {
@@ -76,9 +123,33 @@ pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
         seed: a.seed,
         on_progress: progress.callback(),
     };
+    if let Some(s) = a.shard {
+        let (file, path) = shard::run(&experiments, s, &opts)?;
+        progress.finish();
+        if a.json {
+            print_json(&file)?;
+        } else {
+            println!(
+                "shard {s}: {} of {} points written to {}",
+                file.done.len(),
+                file.points,
+                path.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let sections = lab::run(&experiments, &opts)?;
     progress.finish();
-    if a.json {
+    print_sections(sections, a.json, &a.out)
+}
+
+/// Every experiment's rows as one JSON object, or its tables.
+fn print_sections(
+    sections: Vec<Section>,
+    json: bool,
+    out: &std::path::Path,
+) -> Result<ExitCode, CliError> {
+    if json {
         let obj: Map<String, Value> = sections
             .into_iter()
             .map(|s| (s.name.to_string(), s.json))
@@ -90,8 +161,42 @@ pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
         }
         println!(
             "Results written to {}/ (summary.md, one folder per experiment).",
-            a.out.display()
+            out.display()
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--points`: the grid, one line per point (or a JSON array).
+fn list_points(experiments: &[Experiment], quick: bool, json: bool) -> Result<ExitCode, CliError> {
+    let plan = shard::plan(experiments, quick);
+    if json {
+        let v: Vec<Value> = plan
+            .iter()
+            .map(|(e, p)| json!({"experiment": e.name(), "index": p.index, "id": p.id, "params": p.params}))
+            .collect();
+        print_json(&v)?;
+    } else {
+        for (e, p) in &plan {
+            println!(
+                "{}\t{}\t{}\t{}",
+                e.name(),
+                p.index,
+                p.id,
+                Value::Object(p.params.clone())
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn merge(m: MergeArgs) -> Result<ExitCode, CliError> {
+    crate::files::check_out_dir("--out", &m.out)?;
+    let progress = LabProgress::new(Experiment::ALL.iter().map(|e| e.name()).collect());
+    let sections = shard::merge(&m.dirs, &m.out, progress.callback()).map_err(|e| match e {
+        flashkv_lab::lab::LabError::Shard(msg) => CliError::Usage(msg),
+        other => other.into(),
+    })?;
+    progress.finish();
+    print_sections(sections, m.json, &m.out)
 }

@@ -15,11 +15,33 @@ fn lab_hybrid_writes_rows_files_and_plots() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let rows = v["hybrid"].as_array().unwrap();
-    let configs: Vec<_> = rows.iter().map(|r| r["config"].as_str().unwrap()).collect();
-    assert_eq!(configs, ["hdd", "ssd", "hybrid"]);
+    // The seed's configuration, then the what-ifs: promotion, the log on the device.
+    let configs: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let c = r["config"].as_str().unwrap();
+            (
+                c,
+                r["promote"].as_bool().unwrap(),
+                r["log_disk"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        configs,
+        [
+            ("hdd", false, true),
+            ("ssd", false, true),
+            ("hybrid", false, true),
+            ("hybrid", true, true),
+            ("hdd", false, false),
+            ("ssd", false, false),
+            ("hybrid", false, false),
+        ]
+    );
     for r in rows {
         assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
-        assert_eq!(r.as_object().unwrap().len(), 6, "{r}");
+        assert_eq!(r.as_object().unwrap().len(), 8, "{r}");
     }
     for f in [
         "summary.md",

@@ -62,7 +62,7 @@ pub(crate) enum Change {
 }
 
 /// Buffer counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BufferStats {
     pub hits: u64,
     pub misses: u64,

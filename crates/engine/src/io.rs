@@ -18,7 +18,7 @@ pub enum Region {
 }
 
 /// Host operations on one region.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RegionStats {
     pub reads: u64,
     pub writes: u64,

@@ -5,7 +5,7 @@
 
 use flashkv_device::{BlockDevice, DeviceSpec, FtlMapping, ModelSpec, SimDevice};
 use flashkv_engine::IoProfile;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::profile::{self, Pattern, ProfileError, ProfileRow, ProfileSpec};
 use crate::report::size_label;
@@ -56,7 +56,7 @@ impl Default for AdviceOptions {
 }
 
 /// Seed 000's device classes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceClass {
     Hdd,
@@ -117,7 +117,7 @@ impl DeviceClass {
 }
 
 /// The advice for one pattern.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PatternAdvice {
     pub pattern: String,
     pub best_block_size: u64,
@@ -130,7 +130,7 @@ pub struct PatternAdvice {
 }
 
 /// Everything the advisor says about a device.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Advice {
     pub device: String,
     pub device_class: DeviceClass,

@@ -2,10 +2,11 @@
 //! the scan-versus-random breakeven beside seed 002's rule of thumb.
 
 use flashkv_device::presets;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::advisor::{self, Advice, AdviceOptions, DeviceClass};
 use crate::lab::{LabError, LabOptions, Section};
+use crate::points::{self, Output, Params, Point};
 use crate::report::{f, size_label, write_csv, write_json, Table};
 
 /// One CSV line: a device's answer for one pattern.
@@ -22,25 +23,49 @@ struct Row<'a> {
     five_minute_rule_s: f64,
 }
 
-/// Profiles every preset in simulation, advises, and writes `advisor/`.
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
+/// The options every point advises with.
+fn options(opts: &LabOptions) -> AdviceOptions {
     // Block-mapped flash rewrites a whole block per small random write, which
     // is slow to simulate: a few hundred requests per point are plenty.
-    let o = AdviceOptions {
+    AdviceOptions {
         ops: if opts.quick { 100 } else { 300 },
         seed: opts.seed,
         ..AdviceOptions::default()
-    };
-    let mut all: Vec<Advice> = Vec::new();
-    for spec in presets::all() {
-        opts.progress(&format!("advisor {}", spec.name));
-        let rows = advisor::profile_model(spec, &o)?;
-        all.push(advisor::advise(
-            &rows,
-            DeviceClass::of_model(&spec.model),
-            &o,
-        )?);
     }
+}
+
+/// A point: one preset.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    device: String,
+}
+
+/// Every preset.
+pub fn points() -> Vec<Point> {
+    points::grid(presets::all().iter().map(|s| {
+        let p = PointParams {
+            device: s.name.clone(),
+        };
+        (s.name.clone(), p)
+    }))
+}
+
+/// Profiles one preset in simulation and advises: one row, its advice.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("advisor", params)?;
+    let spec = presets::get(&p.device)?;
+    let o = options(opts);
+    opts.progress(&format!("advisor {}", spec.name));
+    let rows = advisor::profile_model(&spec, &o)?;
+    let advice = advisor::advise(&rows, DeviceClass::of_model(&spec.model), &o)?;
+    Output::of(&[advice])
+}
+
+/// Writes `advisor/` from every preset's advice.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    let o = options(opts);
+    let all: Vec<Advice> = points::rows(outputs)?;
     let rows: Vec<Row> = all
         .iter()
         .flat_map(|a| {
@@ -98,6 +123,7 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::Experiment;
 
     #[test]
     fn writes_one_advice_per_preset_and_holds_seed_002s_rule() {
@@ -108,7 +134,7 @@ mod tests {
             seed: 1,
             on_progress: Box::new(|_| {}),
         };
-        let s = run(&opts).unwrap();
+        let s = Experiment::Advisor.run(&opts).unwrap();
         let all = s.json.as_array().unwrap();
         assert_eq!(all.len(), presets::all().len());
         let csv = std::fs::read_to_string(dir.path().join("advisor/advisor.csv")).unwrap();

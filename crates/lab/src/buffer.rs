@@ -16,9 +16,10 @@ use std::ops::Bound;
 
 use flashkv_engine::{policy_by_name, Db, IplGeometry, Options, StoreKind, POLICY_NAMES};
 use rand::{rngs::SmallRng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions, Section};
+use crate::points::{self, Output, Params};
 use crate::workload::{Gen, Mix, Op};
 
 mod count;
@@ -34,13 +35,13 @@ const VALUE_BYTES: usize = 100;
 const REGION: u64 = 64 << 20;
 
 /// One measured point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    pub policy: &'static str,
+    pub policy: String,
     /// `in-place` or `ipl`.
-    pub store: &'static str,
-    pub device: &'static str,
-    pub workload: &'static str,
+    pub store: String,
+    pub device: String,
+    pub workload: String,
     pub buffer_pages: usize,
     /// Page references served from the buffer (see [`count`]).
     pub hit_ratio: f64,
@@ -76,6 +77,14 @@ impl Size {
             records: 4_000,
             warmup: 400,
             ops: 1_500,
+        }
+    }
+    /// The size `flashkv lab buffer` runs with (`--quick` or not).
+    pub fn of(quick: bool) -> Size {
+        if quick {
+            Size::quick()
+        } else {
+            Size::full()
         }
     }
 }
@@ -130,8 +139,13 @@ pub fn relation_pages(device: &str, store: StoreKind, records: u64) -> Result<us
 /// Runs one point.
 pub fn measure(p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
     let (db, _) = loaded(p.device, p.store, size.records)?;
+    measure_loaded(db, p, size, seed)
+}
+
+/// Runs one point on the relation [`loaded`] left in `db`.
+fn measure_loaded(db: Db, p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
     let policy = policy_by_name(p.policy)
-        .ok_or_else(|| LabError::Data(format!("unknown policy {}", p.policy)))?;
+        .ok_or_else(|| points::unknown("buffer", "policy", p.policy, &POLICY_NAMES))?;
     let (policy, refs) = count::counted(policy);
     let opts = options(p.store, p.buffer_pages).policy(policy);
     let db = Db::open(db.close()?, opts)?;
@@ -149,10 +163,10 @@ pub fn measure(p: &Point, size: Size, seed: u64) -> Result<Row, LabError> {
     let s = db.stats();
     let (refs1, hits1) = refs.get();
     Ok(Row {
-        policy: p.policy,
-        store: p.store.name(),
-        device: p.device,
-        workload: p.mix.name(),
+        policy: p.policy.to_string(),
+        store: p.store.name().to_string(),
+        device: p.device.to_string(),
+        workload: p.mix.name().to_string(),
         buffer_pages: p.buffer_pages,
         hit_ratio: (hits1 - hits0) as f64 / (refs1 - refs0).max(1) as f64,
         dirty_evictions: s.buffer.dirty_evictions - before.buffer.dirty_evictions,
@@ -183,37 +197,112 @@ pub const STORES: [StoreKind; 2] = [
     StoreKind::InPageLogging(IplGeometry::seed()),
 ];
 
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
-    let size = if opts.quick {
-        Size::quick()
-    } else {
-        Size::full()
-    };
-    let mut rows = Vec::new();
+/// A point's parameters: the buffer is a share of the relation's pages,
+/// so it is sized on the relation the point loads.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    device: String,
+    store: String,
+    workload: String,
+    /// Buffer size, percent of the relation's pages (at least 2 pages).
+    percent: f64,
+    policy: String,
+}
+
+/// Device × store × workload × buffer size × policy.
+pub fn points() -> Vec<points::Point> {
+    let mut v = Vec::new();
     for device in DEVICES {
-        for store in STORES {
-            let pages = relation_pages(device, store, size.records)?;
-            for mix in Mix::ALL {
-                for pct in PERCENTS {
-                    let buffer_pages = ((pages as f64 * pct / 100.0).round() as usize).max(2);
+        for store in STORES.map(|s| s.name()) {
+            for mix in Mix::ALL.map(|m| m.name()) {
+                for percent in PERCENTS {
                     for policy in POLICY_NAMES {
-                        opts.progress(&format!(
-                            "buffer {device} {} {} {pct}% {policy}",
-                            store.name(),
-                            mix.name()
-                        ));
-                        let p = Point {
-                            device,
-                            store,
-                            mix,
-                            policy,
-                            buffer_pages,
+                        let p = PointParams {
+                            device: device.into(),
+                            store: store.into(),
+                            workload: mix.into(),
+                            percent,
+                            policy: policy.into(),
                         };
-                        rows.push(measure(&p, size, opts.seed)?);
+                        v.push((format!("{device}/{store}/{mix}/{percent}%/{policy}"), p));
                     }
                 }
             }
         }
     }
-    summary::write(opts, size, &rows)
+    points::grid(v)
+}
+
+/// The store named `name` (`in-place` or `ipl`, seed 001's layout).
+fn store(name: &str) -> Result<StoreKind, LabError> {
+    STORES
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| points::unknown("buffer", "store", name, &STORES.map(|s| s.name())))
+}
+
+/// The point's setting, its names checked; the buffer is sized later.
+fn setting(p: &PointParams) -> Result<Point, LabError> {
+    let device = flashkv_device::presets::names()
+        .into_iter()
+        .find(|&d| d == p.device)
+        .ok_or_else(|| {
+            points::unknown(
+                "buffer",
+                "device",
+                &p.device,
+                &flashkv_device::presets::names(),
+            )
+        })?;
+    let mix = Mix::parse(&p.workload).ok_or_else(|| {
+        points::unknown(
+            "buffer",
+            "workload",
+            &p.workload,
+            &Mix::ALL.map(|m| m.name()),
+        )
+    })?;
+    let policy = POLICY_NAMES
+        .into_iter()
+        .find(|&n| n == p.policy)
+        .ok_or_else(|| points::unknown("buffer", "policy", &p.policy, &POLICY_NAMES))?;
+    if !(p.percent > 0.0 && p.percent <= 100.0) {
+        return Err(LabError::Params(format!(
+            "buffer: percent {} is not in (0, 100]",
+            p.percent
+        )));
+    }
+    Ok(Point {
+        device,
+        store: store(&p.store)?,
+        mix,
+        policy,
+        buffer_pages: 0,
+    })
+}
+
+/// Loads the relation, sizes the buffer on it, and measures.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("buffer", params)?;
+    let mut point = setting(&p)?;
+    let size = Size::of(opts.quick);
+    opts.progress(&format!(
+        "buffer {} {} {} {}% {}",
+        p.device, p.store, p.workload, p.percent, p.policy
+    ));
+    let (db, pages) = loaded(point.device, point.store, size.records)?;
+    point.buffer_pages = ((pages as f64 * p.percent / 100.0).round() as usize).max(2);
+    Output::of(&[measure_loaded(db, &point, size, opts.seed)?])
+}
+
+/// Tables, files and plots from every point's row.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    let rows: Vec<Row> = points::rows(outputs)?;
+    summary::write(opts, Size::of(opts.quick), &rows)
+}
+
+/// `flashkv lab buffer`: every point, then the report.
+pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
+    crate::lab::Experiment::Buffer.run(opts)
 }

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use flashkv_device::DeviceError;
 
+use crate::points::{Output, Params, Point};
 use crate::profile::ProfileError;
 use crate::summary::{self, RunInfo};
 
@@ -81,15 +82,57 @@ impl Experiment {
         }
     }
 
-    pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
+    /// The experiment named `name` (as [`Experiment::name`] gives it).
+    pub fn parse(name: &str) -> Option<Experiment> {
+        Experiment::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    /// Its grid: every point a run makes, in the order rows are reported.
+    pub fn points(self, quick: bool) -> Vec<Point> {
         match self {
-            Experiment::Seed004 => crate::seed004::run(opts),
-            Experiment::Advisor => crate::advisor_lab::run(opts),
-            Experiment::Ipl => crate::ipl::run(opts),
-            Experiment::Buffer => crate::buffer::run(opts),
-            Experiment::Hybrid => crate::hybrid::run(opts),
-            Experiment::SimScale => crate::sim_scale::run(opts),
+            Experiment::Seed004 => crate::seed004::points(),
+            Experiment::Advisor => crate::advisor_lab::points(),
+            Experiment::Ipl => crate::ipl::points(quick),
+            Experiment::Buffer => crate::buffer::points(),
+            Experiment::Hybrid => crate::hybrid::points(),
+            Experiment::SimScale => crate::sim_scale::points(),
         }
+    }
+
+    /// Runs one point: a pure function of its parameters, `opts.seed` and
+    /// `opts.quick` (sim-scale's wall-clock and memory figures aside).
+    pub fn run_point(self, params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+        match self {
+            Experiment::Seed004 => crate::seed004::run_point(params, opts),
+            Experiment::Advisor => crate::advisor_lab::run_point(params, opts),
+            Experiment::Ipl => crate::ipl::run_point(params, opts),
+            Experiment::Buffer => crate::buffer::run_point(params, opts),
+            Experiment::Hybrid => crate::hybrid::run_point(params, opts),
+            Experiment::SimScale => crate::sim_scale::run_point(params, opts),
+        }
+    }
+
+    /// Writes the experiment's folder from the outputs of all its points,
+    /// in grid order, and returns its section.
+    pub fn report(self, opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+        match self {
+            Experiment::Seed004 => crate::seed004::report(opts, outputs),
+            Experiment::Advisor => crate::advisor_lab::report(opts, outputs),
+            Experiment::Ipl => crate::ipl::report(opts, outputs),
+            Experiment::Buffer => crate::buffer::report(opts, outputs),
+            Experiment::Hybrid => crate::hybrid::report(opts, outputs),
+            Experiment::SimScale => crate::sim_scale::report(opts, outputs),
+        }
+    }
+
+    /// Every point, then the report: what `flashkv lab EXP` does.
+    pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
+        let outputs = self
+            .points(opts.quick)
+            .iter()
+            .map(|p| self.run_point(&p.params, opts))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.report(opts, &outputs)
     }
 }
 
@@ -109,30 +152,48 @@ pub enum LabError {
     Io(#[from] std::io::Error),
     #[error("built-in data: {0}")]
     Data(String),
+    /// A point's parameters that the experiment cannot run.
+    #[error("bad point parameters: {0}")]
+    Params(String),
+    /// Shard files that cannot be merged, or a bad `--shard`.
+    #[error("{0}")]
+    Shard(String),
 }
 
 /// Runs `experiments`, each into its folder with its part of the summary,
 /// then writes `summary.md` and `index.html` from every part present.
 pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>, LabError> {
-    std::fs::create_dir_all(&opts.out).map_err(|e| LabError::Output(opts.out.clone(), e))?;
     let info = RunInfo::now(opts.quick, opts.seed);
+    write_results(opts, &info, experiments, |e| e.run(opts))
+}
+
+/// Makes each experiment's section with `section` (which writes the
+/// experiment's folder), after clearing what an earlier run left there,
+/// then the summary: a run and a merge of shards write results alike.
+pub(crate) fn write_results(
+    opts: &LabOptions,
+    info: &RunInfo,
+    experiments: &[Experiment],
+    mut section: impl FnMut(Experiment) -> Result<Section, LabError>,
+) -> Result<Vec<Section>, LabError> {
+    std::fs::create_dir_all(&opts.out).map_err(|e| LabError::Output(opts.out.clone(), e))?;
     let mut sections = Vec::new();
-    for e in experiments {
+    for &e in experiments {
         summary::clear_stale(&opts.out, e.name())?;
-        let s = e.run(opts);
+        let s = section(e);
         release_free_memory();
         let s = s?;
-        summary::write_section(&opts.out, &s, &info)?;
+        summary::write_section(&opts.out, &s, info)?;
         sections.push(s);
     }
     let ran: Vec<&str> = experiments.iter().map(|e| e.name()).collect();
-    summary::write_summary(&opts.out, &info, &ran)?;
+    summary::write_summary(&opts.out, info, &ran)?;
     Ok(sections)
 }
 
 /// Hands memory an experiment freed back to the system, so the next one
 /// does not start from the last one's peak (glibc keeps freed heap).
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel.
     unsafe {

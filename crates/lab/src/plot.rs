@@ -20,7 +20,7 @@ use plotters::style::text_anchor;
 use crate::report::size_label;
 
 /// One line of a plot.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,

@@ -10,6 +10,7 @@ use flashkv_device::presets;
 use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions, Section};
+use crate::points::{self, Output, Params, Point};
 use crate::profile::{self, Pattern, ProfileSpec};
 use crate::report::{f, size_label, write_csv, write_json, Plot, Series, Table};
 
@@ -62,7 +63,7 @@ struct Published {
 }
 
 /// One row: published against modelled.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub device: String,
     pub table: String,
@@ -89,66 +90,112 @@ const EXPLANATIONS: [(&str, &str, &str); 1] = [(
      unless the write stream changes character. The model keeps the device fixed and reports the gap.",
 )];
 
-/// Runs every table and writes `seed004/` under the output directory.
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
-    let published: BTreeMap<String, Published> =
-        toml::from_str(PUBLISHED).map_err(|e| LabError::Data(e.to_string()))?;
-    let ops = if opts.quick { 600 } else { 4000 };
-    let mut rows = Vec::new();
-    for t in &TARGETS {
-        let pubd = &published[t.key];
-        for (table, pattern) in TABLES {
-            let Some(entries) = pubd.tables.get(table) else {
-                continue;
-            };
-            let entries: Vec<[f64; 4]> = entries
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| LabError::Data(e.to_string()))?;
-            // One device per table, preconditioned once: the rows differ only in block size.
-            let mut dev = presets::open(t.preset)?;
-            let span = dev_span(&dev);
-            if pattern != Pattern::RandRead {
-                opts.progress(&format!("seed004 {} {} preconditioning", t.preset, table));
-                profile::precondition(&mut dev, span)?;
-            }
-            for [bs, iops, _mbs, svc_ms] in entries {
-                let bs = bs as u64;
-                opts.progress(&format!(
-                    "seed004 {} {} {}",
-                    t.preset,
-                    table,
-                    size_label(bs)
-                ));
-                let spec = ProfileSpec {
-                    pattern,
-                    block_size: bs,
-                    ops,
-                    span,
-                    iodepth: t.iodepth,
-                    seed: opts.seed,
+/// A point: one published table of one device (its rows differ only in
+/// block size and share one preconditioned device).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    device: String,
+    table: String,
+}
+
+fn published() -> Result<BTreeMap<String, Published>, LabError> {
+    toml::from_str(PUBLISHED).map_err(|e| LabError::Data(e.to_string()))
+}
+
+/// Every device × table the seed publishes.
+pub fn points() -> Vec<Point> {
+    let pubd = published().expect("the built-in seed 004 tables parse");
+    let v = TARGETS.iter().flat_map(|t| {
+        let tables = &pubd[t.key].tables;
+        TABLES
+            .iter()
+            .filter(|(table, _)| tables.contains_key(*table))
+            .map(|(table, _)| {
+                let p = PointParams {
+                    device: t.preset.into(),
+                    table: (*table).into(),
                 };
-                let m = profile::run_prepared(&mut dev, t.preset, &spec)?;
-                let error = (m.iops - iops) / iops;
-                let gated = GATED_SIZES.contains(&bs);
-                rows.push(Row {
-                    device: t.preset.to_string(),
-                    table: table.to_string(),
-                    block_size: bs,
-                    iodepth: t.iodepth,
-                    ops,
-                    published_iops: iops,
-                    model_iops: m.iops,
-                    error_pct: error * 100.0,
-                    published_service_ms: svc_ms,
-                    model_latency_ms: m.mean_latency_us / 1e3,
-                    gated,
-                    within_tolerance: error.abs() <= TOLERANCE,
-                });
-            }
-        }
+                (format!("{}/{table}", t.preset), p)
+            })
+            .collect::<Vec<_>>()
+    });
+    points::grid(v)
+}
+
+/// Profiles one table's block sizes on one preconditioned device.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("seed004", params)?;
+    let t = TARGETS
+        .iter()
+        .find(|t| t.preset == p.device)
+        .ok_or_else(|| {
+            points::unknown("seed004", "device", &p.device, &TARGETS.map(|t| t.preset))
+        })?;
+    let (table, pattern) = TABLES
+        .into_iter()
+        .find(|(name, _)| *name == p.table)
+        .ok_or_else(|| points::unknown("seed004", "table", &p.table, &TABLES.map(|t| t.0)))?;
+    let published = published()?;
+    let Some(entries) = published[t.key].tables.get(table) else {
+        return Err(LabError::Params(format!(
+            "seed004: the seed publishes no {table} table for {}",
+            t.preset
+        )));
+    };
+    let entries: Vec<[f64; 4]> = entries
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| LabError::Data(e.to_string()))?;
+    let ops = if opts.quick { 600 } else { 4000 };
+    // One device per table, preconditioned once: the rows differ only in block size.
+    let mut dev = presets::open(t.preset)?;
+    let span = dev_span(&dev);
+    if pattern != Pattern::RandRead {
+        opts.progress(&format!("seed004 {} {} preconditioning", t.preset, table));
+        profile::precondition(&mut dev, span)?;
     }
-    write(opts, &published, rows)
+    let mut rows = Vec::new();
+    for [bs, iops, _mbs, svc_ms] in entries {
+        let bs = bs as u64;
+        opts.progress(&format!(
+            "seed004 {} {} {}",
+            t.preset,
+            table,
+            size_label(bs)
+        ));
+        let spec = ProfileSpec {
+            pattern,
+            block_size: bs,
+            ops,
+            span,
+            iodepth: t.iodepth,
+            seed: opts.seed,
+        };
+        let m = profile::run_prepared(&mut dev, t.preset, &spec)?;
+        let error = (m.iops - iops) / iops;
+        let gated = GATED_SIZES.contains(&bs);
+        rows.push(Row {
+            device: t.preset.to_string(),
+            table: table.to_string(),
+            block_size: bs,
+            iodepth: t.iodepth,
+            ops,
+            published_iops: iops,
+            model_iops: m.iops,
+            error_pct: error * 100.0,
+            published_service_ms: svc_ms,
+            model_latency_ms: m.mean_latency_us / 1e3,
+            gated,
+            within_tolerance: error.abs() <= TOLERANCE,
+        });
+    }
+    Output::of(&rows)
+}
+
+/// Writes `seed004/` under the output directory from every table's rows.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    write(opts, &published()?, points::rows(outputs)?)
 }
 
 /// The whole device: seed 004 gives no span, and an HDD's seek distances

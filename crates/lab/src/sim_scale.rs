@@ -11,9 +11,10 @@
 use std::time::Instant;
 
 use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions, Section};
+use crate::points::{self, Output, Params, Point};
 use crate::profile::{self, Pattern, ProfileSpec};
 use crate::report::{f, size_label, write_csv, write_json, Table};
 
@@ -22,7 +23,7 @@ use crate::report::{f, size_label, write_csv, write_json, Table};
 pub const CAPACITIES: [u64; 3] = [64 << 30, 512 << 30, 4 << 40];
 
 /// One device size at one queue depth.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub capacity: u64,
     pub iodepth: usize,
@@ -64,49 +65,86 @@ fn prepare(capacity: u64) -> Result<(SimDevice, f64, f64), LabError> {
     Ok((dev, setup, t0.elapsed().as_secs_f64()))
 }
 
-/// Measures every size at queue depths 1 and 32.
-pub fn measure(requests: u64, seed: u64, on: &dyn Fn(&str)) -> Result<Vec<Row>, LabError> {
+/// Measures one size at queue depths 1 and 32.
+pub fn measure(
+    capacity: u64,
+    requests: u64,
+    seed: u64,
+    on: &dyn Fn(&str),
+) -> Result<Vec<Row>, LabError> {
+    on(&format!("sim-scale {}", size_label(capacity)));
+    rss::reset_peak();
+    let (mut dev, setup_s, first_request_s) = prepare(capacity)?;
     let mut rows = Vec::new();
-    for capacity in CAPACITIES {
-        on(&format!("sim-scale {}", size_label(capacity)));
-        rss::reset_peak();
-        let (mut dev, setup_s, first_request_s) = prepare(capacity)?;
-        for iodepth in [1, 32] {
-            let spec = ProfileSpec {
-                pattern: Pattern::Mix,
-                block_size: 4096,
-                ops: requests,
-                span: capacity,
-                iodepth,
-                seed: seed ^ iodepth as u64,
-            };
-            let t = Instant::now();
-            let r = profile::run_prepared(&mut dev, "nvme", &spec)?;
-            let wall_s = t.elapsed().as_secs_f64().max(1e-9);
-            rows.push(Row {
-                capacity,
-                iodepth,
-                requests,
-                setup_s,
-                first_request_s,
-                wall_s,
-                requests_per_wall_s: requests as f64 / wall_s,
-                simulated_iops: r.iops,
-                peak_rss_bytes: None,
-            });
-        }
-        let peak = rss::peak();
-        for r in rows.iter_mut().filter(|r| r.capacity == capacity) {
-            r.peak_rss_bytes = peak;
-        }
+    for iodepth in [1, 32] {
+        let spec = ProfileSpec {
+            pattern: Pattern::Mix,
+            block_size: 4096,
+            ops: requests,
+            span: capacity,
+            iodepth,
+            seed: seed ^ iodepth as u64,
+        };
+        let t = Instant::now();
+        let r = profile::run_prepared(&mut dev, "nvme", &spec)?;
+        let wall_s = t.elapsed().as_secs_f64().max(1e-9);
+        rows.push(Row {
+            capacity,
+            iodepth,
+            requests,
+            setup_s,
+            first_request_s,
+            wall_s,
+            requests_per_wall_s: requests as f64 / wall_s,
+            simulated_iops: r.iops,
+            peak_rss_bytes: None,
+        });
+    }
+    let peak = rss::peak();
+    for r in &mut rows {
+        r.peak_rss_bytes = peak;
     }
     Ok(rows)
 }
 
-/// `flashkv lab sim-scale`.
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
-    let requests = if opts.quick { 20_000 } else { 1_000_000 };
-    let rows = measure(requests, opts.seed, &|w| opts.progress(w))?;
+fn requests(opts: &LabOptions) -> u64 {
+    if opts.quick {
+        20_000
+    } else {
+        1_000_000
+    }
+}
+
+/// A point: one capacity.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    capacity: u64,
+}
+
+/// Every capacity, smallest first.
+pub fn points() -> Vec<Point> {
+    points::grid(CAPACITIES.map(|capacity| (size_label(capacity), PointParams { capacity })))
+}
+
+/// Measures one capacity: a row per queue depth.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("sim-scale", params)?;
+    if p.capacity < 1 << 20 || p.capacity % 4096 != 0 {
+        return Err(LabError::Params(format!(
+            "sim-scale: capacity {} is not a multiple of 4 KiB of at least 1 MiB",
+            p.capacity
+        )));
+    }
+    Output::of(&measure(p.capacity, requests(opts), opts.seed, &|w| {
+        opts.progress(w)
+    })?)
+}
+
+/// `results/sim-scale/` from every capacity's rows.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    let requests = requests(opts);
+    let rows: Vec<Row> = points::rows(outputs)?;
     let dir = opts.dir("sim-scale")?;
     write_json(&dir.join("rows.json"), &rows)?;
     write_csv(&dir.join("rows.csv"), &rows)?;

@@ -29,10 +29,18 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
+    /// Now, or `SOURCE_DATE_EPOCH` (seconds since the epoch) where it is
+    /// set, as reproducible builds date their output: two runs then write
+    /// the same summary.
     pub fn now(quick: bool, seed: u64) -> RunInfo {
-        let secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let secs = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs())
+            });
         RunInfo {
             version: env!("CARGO_PKG_VERSION"),
             commit: commit(),

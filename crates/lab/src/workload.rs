@@ -101,6 +101,11 @@ impl Mix {
             Mix::H3 => "h3",
         }
     }
+
+    /// The mix named `name` (as [`Mix::name`] gives it).
+    pub fn parse(name: &str) -> Option<Mix> {
+        Mix::ALL.into_iter().find(|m| m.name() == name)
+    }
 }
 
 /// Draws the operations of a mix over a relation of `n` loaded keys `0..n`.

@@ -126,7 +126,7 @@ impl WriteBatch {
 }
 
 /// Counters since the store was opened.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Stats {
     pub store_kind: &'static str,
     pub policy: &'static str,

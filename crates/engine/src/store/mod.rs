@@ -13,7 +13,7 @@ use crate::options::StoreKind;
 use crate::page::{Page, PageId};
 
 /// Page-store counters (device operations are counted per region in [`crate::io::RegionStats`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct StoreStats {
     /// Data pages read.
     pub page_reads: u64,

@@ -16,12 +16,12 @@ fn ratio(rows: &[Row], policy: &str, keep: impl Fn(&Row) -> bool, metric: fn(&Ro
     let lru: BTreeMap<(&str, usize), f64> = rows
         .iter()
         .filter(|r| r.policy == "lru" && keep(r))
-        .map(|r| ((r.workload, r.buffer_pages), metric(r)))
+        .map(|r| ((r.workload.as_str(), r.buffer_pages), metric(r)))
         .collect();
     let logs: Vec<f64> = rows
         .iter()
         .filter(|r| r.policy == policy && keep(r))
-        .map(|r| (metric(r).max(1e-9) / lru[&(r.workload, r.buffer_pages)].max(1e-9)).ln())
+        .map(|r| (metric(r).max(1e-9) / lru[&(r.workload.as_str(), r.buffer_pages)].max(1e-9)).ln())
         .collect();
     (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp()
 }
@@ -108,7 +108,7 @@ pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Secti
         .filter(|r| r.workload == "ycsb-a" && r.device == "nand-ipl" && r.store == "in-place")
     {
         detail.push(vec![
-            r.policy.into(),
+            r.policy.clone(),
             r.buffer_pages.to_string(),
             f(r.hit_ratio, 3),
             r.dirty_evictions.to_string(),
@@ -170,7 +170,7 @@ fn claim_table(rows: &[Row]) -> Table {
             .iter()
             .filter(here)
             .filter(|r| r.buffer_pages == lru.buffer_pages)
-            .filter(|r| ["cflru", "cfdc", "lru-wsr", "fab"].contains(&r.policy))
+            .filter(|r| ["cflru", "cfdc", "lru-wsr", "fab"].contains(&r.policy.as_str()))
             .min_by(|a, b| a.est_ms.total_cmp(&b.est_ms))
         else {
             continue;
@@ -181,7 +181,7 @@ fn claim_table(rows: &[Row]) -> Table {
         let holds = w <= 0.8 && e <= 0.8 && h.abs() <= 5.0;
         t.push(vec![
             lru.buffer_pages.to_string(),
-            b.policy.into(),
+            b.policy.clone(),
             pct(w),
             pct(e),
             format!("{h:+.1}"),

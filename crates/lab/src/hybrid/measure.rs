@@ -228,6 +228,8 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
     Ok(Run {
         row: Row {
             config,
+            promote: config == Config::Hybrid && setup.policy.promote,
+            log_disk: setup.log_disk,
             tps: size.transactions as f64 / seconds.max(1e-9),
             transactions: size.transactions,
             reads,
@@ -235,8 +237,6 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
             ssd_read_hit_ratio,
         },
         devices,
-        log_disk: setup.log_disk,
-        promote: config == Config::Hybrid && setup.policy.promote,
         seconds,
         end: t1,
         write_back,

@@ -12,10 +12,11 @@
 //! under test.
 
 use flashkv_device::{presets, Nanos};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions, Section};
 use crate::oltp::Scale;
+use crate::points::{self, Output, Params, Point};
 
 mod measure;
 mod record;
@@ -23,6 +24,7 @@ mod report;
 
 pub use measure::{measure, measure_on, seed_policy, Setup};
 pub use record::{Io, Recorder, Shared, SharedTrace};
+pub use report::Digest;
 
 /// The seed's Table 1, transactions per second.
 pub const SEED_TPS: [(Config, f64); 3] = [
@@ -31,7 +33,7 @@ pub const SEED_TPS: [(Config, f64); 3] = [
     (Config::Hybrid, 54.44),
 ];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Config {
     Hdd,
@@ -77,6 +79,14 @@ impl Size {
             transactions: 9000,
         }
     }
+    /// The size `flashkv lab hybrid` runs with (`--quick` or not).
+    pub fn of(quick: bool) -> Self {
+        if quick {
+            Size::quick()
+        } else {
+            Size::full()
+        }
+    }
     /// One warehouse and a third of the transactions.
     pub fn quick() -> Self {
         Size {
@@ -93,9 +103,13 @@ impl Size {
 }
 
 /// One configuration's result (the JSON row).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
     pub config: Config,
+    /// The hybrid promoted re-read HDD data into its SSD (the seed's did not).
+    pub promote: bool,
+    /// The database's log was on a disk of its own (the seed's set-up).
+    pub log_disk: bool,
     pub tps: f64,
     pub transactions: u64,
     /// Requests the underlying devices served (both, for the hybrid).
@@ -119,16 +133,12 @@ pub struct Run {
     pub write_back: Option<WriteBack>,
     /// Bytes of pages the loaded database takes.
     pub db_bytes: u64,
-    /// The database's log was on a disk of its own (the seed's set-up).
-    pub log_disk: bool,
-    /// The hybrid promoted re-read HDD data into its SSD (the seed's did not).
-    pub promote: bool,
 }
 
 /// What the hybrid's flush worker wrote back during the measurement, the
 /// dirty data left when it ended, and the time from the end until all of it
 /// was on the HDD (charged to the run).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct WriteBack {
     pub during_bytes: u64,
     pub bytes: u64,
@@ -152,14 +162,49 @@ const JOBS: [Job; 7] = [
     (Config::Hybrid, false, false),
 ];
 
-/// `flashkv lab hybrid`.
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
-    let size = if opts.quick {
-        Size::quick()
-    } else {
-        Size::full()
-    };
-    opts.progress("hybrid: TPC-C-like on hdd, ssd and hybrid");
+/// A point: a configuration, whether the hybrid promotes, whether the log
+/// has a disk of its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    config: Config,
+    promote: bool,
+    log_disk: bool,
+}
+
+/// The seed's configuration, then the what-ifs.
+pub fn points() -> Vec<Point> {
+    points::grid(JOBS.map(|(config, promote, log_disk)| {
+        let mut id = config.name().to_string();
+        if promote {
+            id += "/promote";
+        }
+        if !log_disk {
+            id += "/log-on-device";
+        }
+        (
+            id,
+            PointParams {
+                config,
+                promote,
+                log_disk,
+            },
+        )
+    }))
+}
+
+/// Runs one configuration; the hybrid's SSD keeps its data in an unlinked
+/// scratch file in the experiment's folder.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("hybrid", params)?;
+    if p.promote && p.config != Config::Hybrid {
+        return Err(LabError::Params(format!(
+            "hybrid: promote applies to the hybrid, not {}",
+            p.config.name()
+        )));
+    }
+    let size = Size::of(opts.quick);
+    opts.progress(&format!("hybrid: TPC-C-like on {}", p.config.name()));
     let lowend = presets::get("ssd-lowend")?;
     let seed_policy = seed_policy();
     let promoting = flashkv_hybrid::Options {
@@ -171,18 +216,33 @@ pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
     // engine's buffer), and the hybrid's SSD up to 2 GiB more, so side by
     // side in memory five runs peaked at 5.3 GB.
     let scratch = opts.dir("hybrid")?;
-    let mut runs = JOBS
-        .into_iter()
-        .map(|(c, promote, log_disk)| {
-            let setup = Setup {
-                ssd: &lowend,
-                policy: if promote { &promoting } else { &seed_policy },
-                log_disk,
-                scratch: Some(&scratch),
-            };
-            measure_on(c, size, opts.seed, setup)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let what_if = runs.split_off(3);
-    report::write(opts, size, &runs, &what_if)
+    let setup = Setup {
+        ssd: &lowend,
+        policy: if p.promote { &promoting } else { &seed_policy },
+        log_disk: p.log_disk,
+        scratch: Some(&scratch),
+    };
+    let run = measure_on(p.config, size, opts.seed, setup)?;
+    Ok(Output {
+        rows: vec![points::raw(&run.row)?],
+        detail: Some(points::raw(&Digest::of(&run))?),
+    })
+}
+
+/// The tables, plots and summary from every configuration's row and digest.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    let rows: Vec<Row> = points::rows(outputs)?;
+    let digests: Vec<Digest> = points::details(outputs)?;
+    if rows.len() != digests.len() {
+        return Err(LabError::Data(format!(
+            "hybrid: {} rows but {} digests",
+            rows.len(),
+            digests.len()
+        )));
+    }
+    report::write(
+        opts,
+        Size::of(opts.quick),
+        rows.into_iter().zip(digests).collect(),
+    )
 }

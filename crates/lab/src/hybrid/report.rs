@@ -1,6 +1,12 @@
 //! The hybrid experiment's table, files, access-pattern plots and summary.
+//!
+//! A run's full request traces stay with the run: what the report needs of
+//! them (per-device counts and time, the thinned plot points) is its
+//! [`Digest`], small enough for a shard file.
 
-use super::{Config, Io, Run, Size, SEED_TPS};
+use serde::{Deserialize, Serialize};
+
+use super::{Config, Io, Row, Run, Size, WriteBack, SEED_TPS};
 use crate::lab::{LabError, LabOptions, Section};
 use crate::report::{f, write_csv, write_json, Plot, Series, Table};
 
@@ -18,10 +24,76 @@ fn seed_tps(c: Config) -> f64 {
     SEED_TPS.iter().find(|(k, _)| *k == c).map_or(0.0, |p| p.1)
 }
 
-fn tps(runs: &[Run], c: Config) -> f64 {
+/// What one device underneath served during the measurement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceTime {
+    /// `hdd`, `ssd` or `log`.
+    pub name: String,
+    pub reads: u64,
+    pub writes: u64,
+    /// Service time of its reads and writes, ns (the hybrid's charged write-back included).
+    pub read_ns: u64,
+    pub write_ns: u64,
+}
+
+/// One access-pattern plot: its file, title and series.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlotData {
+    pub file: String,
+    pub title: String,
+    pub series: Vec<Series>,
+}
+
+/// What the report needs of a run besides its row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Digest {
+    /// Seconds of virtual time the TPS counts.
+    pub seconds: f64,
+    pub write_back: Option<WriteBack>,
+    /// Bytes of pages the loaded database takes.
+    pub db_bytes: u64,
+    pub devices: Vec<DeviceTime>,
+    /// The seed's Figure 4 for the headline HDD and hybrid runs; none for the others.
+    pub plots: Vec<PlotData>,
+}
+
+impl Digest {
+    pub fn of(r: &Run) -> Digest {
+        let devices = r
+            .devices
+            .iter()
+            .map(|(name, ios)| {
+                let (mut t, mut n) = ([0u64; 2], [0u64; 2]);
+                for io in ios {
+                    t[usize::from(io.write)] += io.end - io.start;
+                    n[usize::from(io.write)] += 1;
+                }
+                DeviceTime {
+                    name: name.to_string(),
+                    reads: n[0],
+                    writes: n[1],
+                    read_ns: t[0],
+                    write_ns: t[1],
+                }
+            })
+            .collect();
+        Digest {
+            seconds: r.seconds,
+            write_back: r.write_back,
+            db_bytes: r.db_bytes,
+            devices,
+            plots: plots(r),
+        }
+    }
+}
+
+/// A run: its row and its digest.
+type Measured = (Row, Digest);
+
+fn tps(runs: &[Measured], c: Config) -> f64 {
     runs.iter()
-        .find(|r| r.row.config == c)
-        .map_or(0.0, |r| r.row.tps)
+        .find(|r| r.0.config == c)
+        .map_or(0.0, |r| r.0.tps)
 }
 
 /// Sector versus seconds: reads, writes, and the write-back after `end`
@@ -52,16 +124,22 @@ fn series(ios: &[Io], t0: u64, end: u64) -> Vec<Series> {
         .collect()
 }
 
-fn plots(dir: &std::path::Path, runs: &[Run]) -> Result<(), LabError> {
-    for r in runs.iter().filter(|r| r.row.config != Config::Ssd) {
-        let t0 = r
-            .devices
-            .iter()
-            .flat_map(|(_, v)| v)
-            .map(|io| io.start)
-            .min()
-            .unwrap_or(0);
-        for (dev, ios) in &r.devices {
+/// The access-pattern plots of a headline HDD or hybrid run (the what-ifs
+/// would draw over the same files).
+fn plots(r: &Run) -> Vec<PlotData> {
+    if r.row.config == Config::Ssd || r.row.promote || !r.row.log_disk {
+        return Vec::new();
+    }
+    let t0 = r
+        .devices
+        .iter()
+        .flat_map(|(_, v)| v)
+        .map(|io| io.start)
+        .min()
+        .unwrap_or(0);
+    r.devices
+        .iter()
+        .map(|(dev, ios)| {
             let (file, title) = match r.row.config {
                 Config::Hybrid => (
                     format!("pattern_hybrid_{dev}.svg"),
@@ -76,16 +154,26 @@ fn plots(dir: &std::path::Path, runs: &[Run]) -> Result<(), LabError> {
                     "The workload on one HDD (seed Fig. 4a)".to_string(),
                 ),
             };
-            Plot {
-                title: &title,
-                x_label: "virtual time (s)",
-                y_label: "sector (512 B)",
-                log_x: false,
-                log_y: false,
-                series: &series(ios, t0, r.end),
+            PlotData {
+                file,
+                title,
+                series: series(ios, t0, r.end),
             }
-            .write_svg(&dir.join(file))?;
+        })
+        .collect()
+}
+
+fn write_plots(dir: &std::path::Path, runs: &[Measured]) -> Result<(), LabError> {
+    for p in runs.iter().flat_map(|r| &r.1.plots) {
+        Plot {
+            title: &p.title,
+            x_label: "virtual time (s)",
+            y_label: "sector (512 B)",
+            log_x: false,
+            log_y: false,
+            series: &p.series,
         }
+        .write_svg(&dir.join(&p.file))?;
     }
     Ok(())
 }
@@ -124,23 +212,21 @@ fn ratio_lines(h: f64, s: f64, y: f64) -> String {
 
 /// Milliseconds per transaction device `dev` spent serving reads or
 /// writes (the hybrid's charged write-back included).
-fn ms(r: &Run, dev: &str, write: bool) -> f64 {
-    let ios = r
-        .devices
-        .iter()
-        .filter(|(n, _)| *n == dev)
-        .flat_map(|(_, v)| v);
-    let ns: u64 = ios
-        .filter(|io| io.write == write)
-        .map(|io| io.end - io.start)
-        .sum();
-    ns as f64 / 1e6 / r.row.transactions as f64
+fn ms(r: &Measured, dev: &str, write: bool) -> f64 {
+    let ns: u64 =
+        r.1.devices
+            .iter()
+            .filter(|d| d.name == dev)
+            .map(|d| if write { d.write_ns } else { d.read_ns })
+            .sum();
+    ns as f64 / 1e6 / r.0.transactions as f64
 }
 
 /// Where each headline run's time went, device by device.
-fn time_line(runs: &[Run]) -> String {
-    let per_run = |r: &Run| {
-        let devs = r.devices.iter().map(|(d, _)| {
+fn time_line(runs: &[Measured]) -> String {
+    let per_run = |r: &Measured| {
+        let devs = r.1.devices.iter().map(|d| {
+            let d = d.name.as_str();
             format!(
                 "{d} reads {:.1}, writes {:.1}",
                 ms(r, d, false),
@@ -149,7 +235,7 @@ fn time_line(runs: &[Run]) -> String {
         });
         format!(
             "{}: {}",
-            r.row.config.name(),
+            r.0.config.name(),
             devs.collect::<Vec<_>>().join("; ")
         )
     };
@@ -158,9 +244,9 @@ fn time_line(runs: &[Run]) -> String {
 }
 
 /// Why a headline ratio misses the seed's, for those that do.
-fn miss_lines(runs: &[Run], h: f64, s: f64, y: f64) -> String {
+fn miss_lines(runs: &[Measured], h: f64, s: f64, y: f64) -> String {
     let off = |ours: f64, a: Config, b: Config| (ours / seed_ratio(a, b) - 1.0).abs() > 0.3;
-    let run = |c: Config| runs.iter().find(|r| r.row.config == c);
+    let run = |c: Config| runs.iter().find(|r| r.0.config == c);
     let mut out = String::new();
     if let (true, Some(hd), Some(hy)) = (y / h < 3.0, run(Config::Hdd), run(Config::Hybrid)) {
         let all: f64 = ["hdd", "log"]
@@ -172,7 +258,7 @@ fn miss_lines(runs: &[Run], h: f64, s: f64, y: f64) -> String {
             "Why the hybrid falls short of 3x the HDD: of its {:.1} ms per transaction (the HDD configuration's device time is {all:.1} ms), the HDD's reads of what the SSD misses take {:.1} ms ({:.0} % of reads miss; without promotion nothing only read, such as the item table, ever reaches the SSD), the HDD's write-back {:.1} ms (the flush worker's sorted writes land far apart over the database and between the host's reads, so each still costs about a random write), the commits' log writes {:.1} ms and the SSD {ssd:.1} ms (device times overlap where the flush worker runs in the background). The seed's 3x with a lower read hit (0.48) suggests writes took a larger share of its HDD's time than of ours, and its flush worker, behind a 32 GB cache, had more dirty data to sort into each pass.\n",
             1000.0 / y,
             ms(hy, "hdd", false),
-            (1.0 - hy.row.ssd_read_hit_ratio) * 100.0,
+            (1.0 - hy.0.ssd_read_hit_ratio) * 100.0,
             ms(hy, "hdd", true),
             ms(hy, "log", true),
         );
@@ -188,30 +274,30 @@ fn miss_lines(runs: &[Run], h: f64, s: f64, y: f64) -> String {
 
 /// What the hybrid's flush worker did, and what charging the write-back
 /// owed at the end cost.
-fn write_back_line(runs: &[Run]) -> String {
-    let Some((r, w)) = runs.iter().find_map(|r| r.write_back.map(|w| (r, w))) else {
+fn write_back_line(runs: &[Measured]) -> String {
+    let Some((r, w)) = runs.iter().find_map(|r| r.1.write_back.map(|w| (r, w))) else {
         return String::new();
     };
-    let n = r.row.transactions as f64;
+    let n = r.0.transactions as f64;
     format!(
         "The hybrid's flush worker wrote back {:.1} MB during the run (it starts after 10 ms of idle time, which the one-client host, never idle for longer than a commit to its log disk, seldom gives it, or under pressure past the high watermark); {:.1} MB were still dirty at the end, and writing them back, sorted by HDD sector in one pass over the database, took {:.1} s more, charged above: {:.2} TPS without that charge.\n",
         w.during_bytes as f64 / 1e6,
         w.bytes as f64 / 1e6,
         w.seconds,
-        n / (r.seconds - w.seconds).max(1e-9),
+        n / (r.1.seconds - w.seconds).max(1e-9),
     )
 }
 
 /// The what-ifs beside the seed's configuration: the hybrid with promotion,
 /// and the log on the device under test; empty where they were not run.
-fn what_if_lines(what_if: &[Run], h: f64, s: f64, y: f64) -> String {
+fn what_if_lines(what_if: &[Measured], h: f64, s: f64, y: f64) -> String {
     let find = |c: Config, log_disk: bool| {
         what_if
             .iter()
-            .find(|r| r.row.config == c && r.log_disk == log_disk)
+            .find(|r| r.0.config == c && r.0.log_disk == log_disk)
     };
     let promotion = find(Config::Hybrid, true).map_or(String::new(), |p| {
-        let p = &p.row;
+        let p = &p.0;
         format!(
             "What-if, the hybrid with read promotion (beyond the seed: re-read HDD data pulled into the SSD): {:.2} TPS, write-back charged ({:.2}x the HDD, {:.2}x the SSD; {:.2}x the seed's configuration), SSD read hit {:.2}.\n",
             p.tps,
@@ -227,7 +313,7 @@ fn what_if_lines(what_if: &[Run], h: f64, s: f64, y: f64) -> String {
         find(Config::Hybrid, false),
     ) {
         (Some(h), Some(s), Some(y)) => {
-            let (h, s, y) = (h.row.tps, s.row.tps, y.row.tps);
+            let (h, s, y) = (h.0.tps, s.0.tps, y.0.tps);
             format!(
                 "What-if, the log on the device under test (one disk for everything, as flashkv runs by default): HDD {h:.2}, SSD {s:.2}, hybrid without promotion {y:.2} TPS; the hybrid {:.2}x the HDD and {:.2}x the SSD, the SSD {:.2}x the HDD.\n",
                 y / h,
@@ -241,12 +327,12 @@ fn what_if_lines(what_if: &[Run], h: f64, s: f64, y: f64) -> String {
 }
 
 /// How a run is labelled in the tables.
-fn label(r: &Run) -> String {
-    let mut s = r.row.config.name().to_string();
-    if r.promote {
+fn label(r: &Measured) -> String {
+    let mut s = r.0.config.name().to_string();
+    if r.0.promote {
         s += ", promotion";
     }
-    if !r.log_disk {
+    if !r.0.log_disk {
         s += ", log on same device";
     }
     s
@@ -254,7 +340,7 @@ fn label(r: &Run) -> String {
 
 /// A table of runs: TPS, time and the requests each device served,
 /// the hybrid's write-back after the run included.
-fn table(title: &str, runs: &[Run]) -> Table {
+fn table(title: &str, runs: &[Measured]) -> Table {
     let mut t = Table::new(
         title,
         &[
@@ -274,30 +360,30 @@ fn table(title: &str, runs: &[Run]) -> Table {
     );
     for r in runs {
         let dev = |name: &str, w: bool| {
-            let ios = r.devices.iter().filter(|(n, _)| *n == name);
-            let n = ios.flat_map(|(_, v)| v).filter(|io| io.write == w).count();
+            let ds = r.1.devices.iter().filter(|d| d.name == name);
+            let n: u64 = ds.map(|d| if w { d.writes } else { d.reads }).sum();
             n.to_string()
         };
         t.push(vec![
             label(r),
-            f(r.row.tps, 2),
-            f(seed_tps(r.row.config), 2),
-            r.row.transactions.to_string(),
-            f(r.seconds, 1),
-            f(r.write_back.map_or(0.0, |w| w.seconds), 1),
+            f(r.0.tps, 2),
+            f(seed_tps(r.0.config), 2),
+            r.0.transactions.to_string(),
+            f(r.1.seconds, 1),
+            f(r.1.write_back.map_or(0.0, |w| w.seconds), 1),
             dev("ssd", false),
             dev("ssd", true),
             dev("hdd", false),
             dev("hdd", true),
             dev("log", true),
-            f(r.row.ssd_read_hit_ratio, 2),
+            f(r.0.ssd_read_hit_ratio, 2),
         ]);
     }
     t
 }
 
 /// The summary under the tables.
-fn summary(size: Size, runs: &[Run], what_if: &[Run]) -> String {
+fn summary(size: Size, runs: &[Measured], what_if: &[Measured]) -> String {
     let (h, s, y) = (
         tps(runs, Config::Hdd),
         tps(runs, Config::Ssd),
@@ -305,9 +391,9 @@ fn summary(size: Size, runs: &[Run], what_if: &[Run]) -> String {
     );
     let hit = runs
         .iter()
-        .find(|r| r.row.config == Config::Hybrid)
-        .map_or(0.0, |r| r.row.ssd_read_hit_ratio);
-    let db_mb = runs.first().map_or(0.0, |r| r.db_bytes as f64 / 1e6);
+        .find(|r| r.0.config == Config::Hybrid)
+        .map_or(0.0, |r| r.0.ssd_read_hit_ratio);
+    let db_mb = runs.first().map_or(0.0, |r| r.1.db_bytes as f64 / 1e6);
     format!(
         "Scale: {} warehouse(s), {} customers per district, {} items ({db_mb:.0} MB of 8 KiB pages), buffer {:.0} % of the database's pages; {} transactions measured after {} of warm-up.\n\
          The seed's configuration: data on the device under test, the database's log on an `hdd-7200` of its own, the hybrid without read promotion, and its write-back still owed at the end charged to its time.\n\
@@ -326,26 +412,30 @@ fn summary(size: Size, runs: &[Run], what_if: &[Run]) -> String {
     )
 }
 
+/// Writes `hybrid/` from every run: the seed's configuration (log on its
+/// own disk, no promotion) heads the tables, the what-ifs follow.
 pub(super) fn write(
     opts: &LabOptions,
     size: Size,
-    runs: &[Run],
-    what_if: &[Run],
+    all: Vec<Measured>,
 ) -> Result<Section, LabError> {
     let dir = opts.dir("hybrid")?;
-    let rows: Vec<_> = runs.iter().map(|r| r.row.clone()).collect();
+    let rows: Vec<&Row> = all.iter().map(|r| &r.0).collect();
     write_json(&dir.join("rows.json"), &rows)?;
     write_csv(&dir.join("rows.csv"), &rows)?;
-    plots(&dir, runs)?;
+    write_plots(&dir, &all)?;
+    let json = serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?;
+    let (runs, what_if): (Vec<Measured>, Vec<Measured>) =
+        all.into_iter().partition(|r| r.0.log_disk && !r.0.promote);
     let head = table(
         "TPC-C-like OLTP, the seed's configuration: transactions per second (virtual time)",
-        runs,
+        &runs,
     );
     let alt = table(
         "What-ifs, one change each from the seed's configuration",
-        what_if,
+        &what_if,
     );
-    let summary = summary(size, runs, what_if);
+    let summary = summary(size, &runs, &what_if);
     Ok(Section {
         name: "hybrid",
         text: format!("{}\n{}\n{summary}", head.text(), alt.text()),
@@ -354,6 +444,6 @@ pub(super) fn write(
             head.markdown(),
             alt.markdown()
         ),
-        json: serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?,
+        json,
     })
 }

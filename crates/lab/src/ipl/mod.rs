@@ -9,21 +9,23 @@ mod report;
 pub mod workload;
 
 use flashkv_engine::{IplGeometry, StoreKind, LOG_SECTOR};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions, Section};
+use crate::points::{self, Output, Params, Point};
 use workload::{Bed, Counts};
 
 /// One measured point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Row {
-    /// `h1.1`, `h1.2`, `h2.1`, `h2.2`, `h3` or `buffer-sweep`.
-    pub experiment: &'static str,
+    /// `h1.1`, `h1.2`, `h2.1`, `h2.2`, `h3`, `buffer-sweep` or
+    /// `random-update` (H3 with random updates instead of appends).
+    pub experiment: String,
     /// `in-place` or `ipl`.
-    pub store: &'static str,
+    pub store: String,
     /// `seed`, `shared` or `logK` (K log sectors per page).
     pub layout: String,
-    pub device: &'static str,
+    pub device: String,
     pub ops: u64,
     pub buffer_pages: usize,
     pub reads: u64,
@@ -67,6 +69,20 @@ impl Layout {
                 log_sectors: (UNIT - pages * 4096) / LOG_SECTOR,
                 sectors_per_page: Some(k),
             },
+        }
+    }
+}
+
+impl Layout {
+    /// The layout named `name`: `seed`, `shared` or `logK` (1 <= K <= 64).
+    pub fn parse(name: &str) -> Option<Layout> {
+        match name {
+            "seed" => Some(Layout::seed()),
+            "shared" => Some(Layout::shared()),
+            _ => {
+                let k: u32 = name.strip_prefix("log")?.parse().ok()?;
+                (1..=64).contains(&k).then(|| Layout::sectors_per_page(k))
+            }
         }
     }
 }
@@ -171,31 +187,29 @@ pub fn hypotheses(
         .collect())
 }
 
-/// §6.4: H3's reads and inserts over a loaded relation, by buffer size,
-/// without forcing evictions (the buffer is what varies).
+/// §6.4: H3's reads and inserts over a loaded relation with a buffer of
+/// `pages`, without forcing evictions (the buffer is what varies).
 pub fn buffer_sweep(
     device: &'static str,
     store: &'static str,
     l: &Layout,
+    pages: usize,
     cfg: &Config,
 ) -> Result<Vec<Row>, LabError> {
-    let mut rows = Vec::new();
-    for &pages in &cfg.sweep_buffers {
-        let db = bed(device, store, l, pages).open()?;
-        workload::load(&db, cfg.sweep_rel)?;
-        let pts = workload::read_insert(
-            &db,
-            cfg.sweep_rel,
-            cfg.sweep_ops,
-            cfg.sweep_ops,
-            cfg.seed,
-            false,
-        )?;
-        for (ops, c) in pts {
-            rows.push(make_row("buffer-sweep", store, l, device, ops, pages, c));
-        }
-    }
-    Ok(rows)
+    let db = bed(device, store, l, pages).open()?;
+    workload::load(&db, cfg.sweep_rel)?;
+    let pts = workload::read_insert(
+        &db,
+        cfg.sweep_rel,
+        cfg.sweep_ops,
+        cfg.sweep_ops,
+        cfg.seed,
+        false,
+    )?;
+    Ok(pts
+        .into_iter()
+        .map(|(ops, c)| make_row("buffer-sweep", store, l, device, ops, pages, c))
+        .collect())
 }
 
 /// H3 with random updates in place of appended inserts (not in the seed),
@@ -205,13 +219,22 @@ pub fn update_contrast(
     store: &'static str,
     l: &Layout,
     cfg: &Config,
-) -> Result<Counts, LabError> {
+) -> Result<Row, LabError> {
     let db = bed(device, store, l, 1).open()?;
     workload::isolate_rel2(&db)?;
     workload::seq_insert(&db, cfg.max_ops, cfg.max_ops)?;
     db.checkpoint()?;
     let pts = workload::read_update(&db, cfg.max_ops, cfg.max_ops, cfg.seed)?;
-    Ok(pts.last().map_or_else(Counts::default, |p| p.1))
+    let c = pts.last().map_or_else(Counts::default, |p| p.1);
+    Ok(make_row(
+        "random-update",
+        store,
+        l,
+        device,
+        cfg.max_ops,
+        1,
+        c,
+    ))
 }
 
 fn make_row(
@@ -224,10 +247,10 @@ fn make_row(
     c: Counts,
 ) -> Row {
     Row {
-        experiment,
-        store,
+        experiment: experiment.into(),
+        store: store.into(),
         layout: l.name.clone(),
-        device,
+        device: device.into(),
         ops,
         buffer_pages,
         reads: c.reads,
@@ -247,24 +270,102 @@ fn plan(cfg: &Config) -> Vec<(&'static str, Layout)> {
     v
 }
 
-/// Runs everything and writes `ipl/` under the output directory.
-pub fn run(opts: &LabOptions) -> Result<Section, LabError> {
-    let cfg = Config::new(opts.quick, opts.seed);
-    let mut rows = Vec::new();
+/// A point: what to run (`hypotheses`, `buffer-sweep` or
+/// `random-update`), where, and for the sweep the buffer size.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PointParams {
+    kind: String,
+    device: String,
+    layout: String,
+    store: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    buffer_pages: Option<usize>,
+}
+
+const KINDS: [&str; 3] = ["hypotheses", "buffer-sweep", "random-update"];
+
+/// The hypotheses per device, layout and store; the sweep per store and
+/// buffer size; the random-update contrast per store.
+pub fn points(quick: bool) -> Vec<Point> {
+    let cfg = Config::new(quick, 0);
+    let param = |kind: &str, device: &str, layout: &str, store: &str, pages| PointParams {
+        kind: kind.into(),
+        device: device.into(),
+        layout: layout.into(),
+        store: store.into(),
+        buffer_pages: pages,
+    };
+    let mut v = Vec::new();
     for (device, l) in plan(&cfg) {
         for store in STORES {
-            opts.progress(&format!("ipl {device} {} {store}", l.name));
-            rows.extend(hypotheses(device, store, &l, &cfg)?);
+            let id = format!("hypotheses/{device}/{}/{store}", l.name);
+            v.push((id, param("hypotheses", device, &l.name, store, None)));
         }
     }
     for store in STORES {
-        opts.progress(&format!("ipl buffer sweep {store}"));
-        rows.extend(buffer_sweep("nand-ipl", store, &Layout::seed(), &cfg)?);
+        for &pages in &cfg.sweep_buffers {
+            let id = format!("buffer-sweep/{store}/{pages}");
+            v.push((
+                id,
+                param("buffer-sweep", "nand-ipl", "seed", store, Some(pages)),
+            ));
+        }
     }
-    opts.progress("ipl random updates");
-    let contrast = [
-        update_contrast("nand-ipl", "in-place", &Layout::seed(), &cfg)?,
-        update_contrast("nand-ipl", "ipl", &Layout::seed(), &cfg)?,
-    ];
-    report::write(opts, &cfg, rows, contrast)
+    for store in STORES {
+        let id = format!("random-update/{store}");
+        v.push((id, param("random-update", "nand-ipl", "seed", store, None)));
+    }
+    points::grid(v)
+}
+
+/// Runs one point; its parameters' names checked first.
+pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
+    let p: PointParams = points::parse("ipl", params)?;
+    let cfg = Config::new(opts.quick, opts.seed);
+    let names = flashkv_device::presets::names();
+    let device = names
+        .iter()
+        .copied()
+        .find(|&d| d == p.device)
+        .ok_or_else(|| points::unknown("ipl", "device", &p.device, &names))?;
+    let store = STORES
+        .into_iter()
+        .find(|&s| s == p.store)
+        .ok_or_else(|| points::unknown("ipl", "store", &p.store, &STORES))?;
+    let l = Layout::parse(&p.layout).ok_or_else(|| {
+        points::unknown(
+            "ipl",
+            "layout",
+            &p.layout,
+            &["seed", "shared", "logK (1..=64)"],
+        )
+    })?;
+    let rows = match (p.kind.as_str(), p.buffer_pages) {
+        ("hypotheses", None) => {
+            opts.progress(&format!("ipl {device} {} {store}", l.name));
+            hypotheses(device, store, &l, &cfg)?
+        }
+        ("buffer-sweep", Some(pages)) if pages > 0 => {
+            opts.progress(&format!("ipl buffer sweep {store} {pages}"));
+            buffer_sweep(device, store, &l, pages, &cfg)?
+        }
+        ("random-update", None) => {
+            opts.progress(&format!("ipl random updates {store}"));
+            vec![update_contrast(device, store, &l, &cfg)?]
+        }
+        (k, _) if !KINDS.contains(&k) => return Err(points::unknown("ipl", "kind", k, &KINDS)),
+        (k, pages) => {
+            return Err(LabError::Params(format!(
+                "ipl: buffer_pages {pages:?} with kind {k} (only buffer-sweep takes it, at least 1)"
+            )))
+        }
+    };
+    Output::of(&rows)
+}
+
+/// Writes `ipl/` under the output directory from every point's rows.
+pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
+    let cfg = Config::new(opts.quick, opts.seed);
+    report::write(opts, &cfg, points::rows(outputs)?)
 }

@@ -1,6 +1,5 @@
 //! Tables, the seed-versus-measured comparison, JSON and CSV.
 
-use super::workload::Counts;
 use super::{Config, Row};
 use crate::lab::{LabError, LabOptions, Section};
 use crate::report::{f, write_csv, write_json, Table};
@@ -66,8 +65,8 @@ fn change(ipl: f64, inplace: f64) -> String {
 fn pairs(rows: &[Row]) -> Vec<(&Row, &Row)> {
     let mut keys: Vec<(&str, &str, &str)> = rows
         .iter()
-        .filter(|r| r.experiment != "buffer-sweep")
-        .map(|r| (r.experiment, r.layout.as_str(), r.device))
+        .filter(|r| r.experiment != "buffer-sweep" && r.experiment != "random-update")
+        .map(|r| (r.experiment.as_str(), r.layout.as_str(), r.device.as_str()))
         .collect();
     keys.sort_by_key(|&(e, l, d)| (d != "nand-ipl", l != "seed", l.to_string(), d, e));
     keys.dedup();
@@ -105,9 +104,9 @@ fn headline(rows: &[Row]) -> Table {
     );
     for (a, b) in pairs(rows) {
         t.push(vec![
-            a.experiment.into(),
+            a.experiment.clone(),
             a.layout.clone(),
-            a.device.into(),
+            a.device.clone(),
             a.ops.to_string(),
             a.reads.to_string(),
             a.writes.to_string(),
@@ -265,9 +264,15 @@ fn beyond(rows: &[Row]) -> String {
     s
 }
 
-/// The random-update contrast: [in-place, ipl].
-fn updates(c: [Counts; 2], ops: u64) -> String {
-    let [a, b] = c;
+/// The random-update contrast, from its rows (in-place, ipl).
+fn updates(rows: &[Row], ops: u64) -> String {
+    let find = |store: &str| {
+        rows.iter()
+            .find(|r| r.experiment == "random-update" && r.store == store)
+    };
+    let (Some(a), Some(b)) = (find("in-place"), find("ipl")) else {
+        return String::new();
+    };
     format!(
         "Random updates instead of appended inserts (not in the seed; {ops} operations, seed layout, nand-ipl): \
          IPL writes {} vs {}, erases {} vs {} ({}), runtime {:.0} vs {:.0} ms ({}). An update of a random page \
@@ -279,18 +284,13 @@ fn updates(c: [Counts; 2], ops: u64) -> String {
         b.erases,
         a.erases,
         change(b.erases as f64, a.erases as f64),
-        b.busy_ns as f64 / 1e6,
-        a.busy_ns as f64 / 1e6,
-        change(b.busy_ns as f64, a.busy_ns as f64),
+        b.est_ms,
+        a.est_ms,
+        change(b.est_ms, a.est_ms),
     )
 }
 
-pub fn write(
-    opts: &LabOptions,
-    cfg: &Config,
-    rows: Vec<Row>,
-    contrast: [Counts; 2],
-) -> Result<Section, LabError> {
+pub fn write(opts: &LabOptions, cfg: &Config, rows: Vec<Row>) -> Result<Section, LabError> {
     let dir = opts.dir("ipl")?;
     write_json(&dir.join("ipl.json"), &rows)?;
     write_csv(&dir.join("ipl.csv"), &rows)?;
@@ -316,7 +316,7 @@ pub fn write(
     let tables = [comparison(&rows), headline(&rows), sweep_table(&rows)];
     let extra = [
         beyond(&rows),
-        updates(contrast, cfg.max_ops),
+        updates(&rows, cfg.max_ops),
         sweep_note(&rows),
     ]
     .join("\n");
