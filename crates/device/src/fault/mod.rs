@@ -41,9 +41,13 @@ use plan::Rng;
 /// can check that its faults struck.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Injected {
+    /// Sectors returned with a bit flipped.
     pub flipped_reads: u64,
+    /// Writes that landed elsewhere.
     pub misdirected_writes: u64,
+    /// Reads failed by a latent sector error.
     pub latent_errors: u64,
+    /// Operations slowed by a latency spike.
     pub spikes: u64,
 }
 
@@ -70,8 +74,14 @@ pub struct FaultDevice<D: BlockDevice> {
 }
 
 impl<D: BlockDevice> FaultDevice<D> {
+    /// Wraps `inner`, powered on, with `plan`'s faults to come.
     pub fn new(inner: D, plan: FaultPlan) -> Self {
         let g = inner.geometry();
+        assert!(g.sector_size > 0, "a device has sectors");
+        assert!(
+            !plan.misdirect.is_off() || g.capacity >= u64::from(g.sector_size),
+            "a misdirected write needs somewhere to land"
+        );
         FaultDevice {
             volatile: !g.program_once || plan.lose_programs,
             sector: u64::from(g.sector_size),
@@ -129,6 +139,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         if let Some(e) = self.rollback_error.take() {
             return Err(e);
         }
+        debug_assert!(self.pending.is_empty(), "the crash settled every unflushed write");
         let mut next = FaultDevice::new(self.inner, plan);
         next.masked = self.masked;
         next.latent.extend(self.latent);
@@ -158,6 +169,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         self.inner
     }
 
+    /// The inner device, as it is.
     pub fn inner(&self) -> &D {
         &self.inner
     }
@@ -173,6 +185,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         if write {
             self.writes += 1;
         }
+        debug_assert!(self.writes <= self.ops, "every write is an operation");
         let power_lost = self.plan.crash_after_ops == Some(op)
             || (write && self.plan.crash_after_writes == Some(wr));
         if power_lost {
@@ -230,6 +243,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
         self.guard(false, 0, None)?;
         let c = self.inner.flush_at(at)?;
+        // Durable now: nothing before this flush can be lost.
         self.pending.clear();
         Ok(self.spike(c))
     }
@@ -240,7 +254,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
         if self.volatile {
             let mut pre = vec![0u8; len as usize];
             self.read_medium(at, offset, &mut pre)?;
-            self.pending.push(Pending::new(offset, pre));
+            self.pending.push(Pending::new(offset, pre, self.sector));
         }
         let c = self.inner.trim_at(at, offset, len)?;
         Ok(self.spike(c))
