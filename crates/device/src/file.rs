@@ -243,7 +243,10 @@ impl FileDevice {
     }
 
     fn pread(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        debug_assert!(!self.direct || offset % DIRECT_ALIGN as u64 == 0, "O_DIRECT offsets are aligned");
+        debug_assert!(
+            !self.direct || offset % DIRECT_ALIGN as u64 == 0,
+            "O_DIRECT offsets are aligned"
+        );
         if !self.direct || is_aligned(buf) {
             return self.file.read_exact_at(buf, offset);
         }
@@ -257,8 +260,14 @@ impl FileDevice {
     }
 
     fn pwrite(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
-        debug_assert!(!self.read_only, "writes to a read-only device are refused first");
-        debug_assert!(!self.direct || offset % DIRECT_ALIGN as u64 == 0, "O_DIRECT offsets are aligned");
+        debug_assert!(
+            !self.read_only,
+            "writes to a read-only device are refused first"
+        );
+        debug_assert!(
+            !self.direct || offset % DIRECT_ALIGN as u64 == 0,
+            "O_DIRECT offsets are aligned"
+        );
         if !self.direct || is_aligned(buf) {
             return self.file.write_all_at(buf, offset);
         }

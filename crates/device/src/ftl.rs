@@ -438,7 +438,11 @@ impl PageFtl {
         d.wp += 1;
         let open = d.open;
         debug_assert_eq!(self.blocks.state(open), BlockState::Open);
-        debug_assert_eq!(self.l2p.get(lpn), NONE, "a page is placed once it is invalidated");
+        debug_assert_eq!(
+            self.l2p.get(lpn),
+            NONE,
+            "a page is placed once it is invalidated"
+        );
         self.l2p.set(lpn, ppn);
         self.blocks.set_rev(ppn, lpn);
         self.blocks.add_valid(open);
@@ -829,7 +833,10 @@ impl BlockFtl {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Result<()> {
-        debug_assert!(lo < hi && hi <= self.block_bytes, "[{lo}, {hi}) inside one block");
+        debug_assert!(
+            lo < hi && hi <= self.block_bytes,
+            "[{lo}, {hi}) inside one block"
+        );
         debug_assert!((lb as usize) < self.map.len(), "logical block {lb}");
         let ps = self.front.page_size;
         let pages = (lo / ps) as u32..hi.div_ceil(ps) as u32;

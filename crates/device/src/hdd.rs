@@ -115,7 +115,10 @@ impl SeekCurve {
     /// The curve through `seek(1) = t2t` and `seek(cyl-1) = full` with its
     /// knee at `knee` (1 ≤ knee ≤ cyl-1, cyl ≥ 3).
     fn with_knee(t2t: f64, full: f64, cyl: u64, knee: f64) -> SeekCurve {
-        debug_assert!(cyl >= 3 && knee >= 1.0 && knee <= (cyl - 1) as f64, "knee {knee} of {cyl}");
+        debug_assert!(
+            cyl >= 3 && knee >= 1.0 && knee <= (cyl - 1) as f64,
+            "knee {knee} of {cyl}"
+        );
         let last = (cyl - 1) as f64;
         let sk = knee.sqrt();
         let b = (full - t2t) / (sk / 2.0 + last / (2.0 * sk) - 1.0);
@@ -139,7 +142,10 @@ impl SeekCurve {
         } else {
             self.c + self.e * x
         };
-        debug_assert!(t.is_finite() && t > 0.0, "a seek of {d} cylinders takes {t} ns");
+        debug_assert!(
+            t.is_finite() && t > 0.0,
+            "a seek of {d} cylinders takes {t} ns"
+        );
         t.round() as Nanos
     }
 
@@ -456,7 +462,10 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         "hdd: capacity is too small for a seek curve (fewer than 3 cylinders); raise it or lower heads",
     )?;
     let seek = SeekCurve::fit(t2t_ms * 1e6, full_ms * 1e6, p.seek_avg_ms * 1e6, cylinders)?;
-    debug_assert!(zones.last().is_some_and(|z| z.lba < sectors), "every zone holds sectors");
+    debug_assert!(
+        zones.last().is_some_and(|z| z.lba < sectors),
+        "every zone holds sectors"
+    );
     let cache_cap = p.write_cache_entries as usize;
     Ok(Box::new(Hdd {
         geometry: Geometry {
@@ -500,7 +509,10 @@ impl Hdd {
     /// count from the zone's first track, so crossing into the next zone may
     /// cost up to a revolution (once per zone, negligible).
     fn slot(&self, z: &Zone, track: u64, sec: u64) -> u64 {
-        debug_assert!(track >= z.track && sec < z.spt, "sector {sec} of track {track} in its zone");
+        debug_assert!(
+            track >= z.track && sec < z.spt,
+            "sector {sec} of track {track} in its zone"
+        );
         let t = track - z.track;
         let (cyl, head) = (t / self.heads, t % self.heads);
         let per_cyl = ((self.heads - 1) * z.head_skew + z.cyl_skew) % z.spt;
@@ -549,7 +561,10 @@ impl Hdd {
         } else {
             to.slot_ns + self.rev - phase
         };
-        debug_assert!(wait < self.rev, "the sector comes round within a revolution");
+        debug_assert!(
+            wait < self.rev,
+            "the sector comes round within a revolution"
+        );
         t + wait
     }
 
@@ -685,7 +700,10 @@ impl Hdd {
             if self.cache.len() + usize::from(in_flight) < self.cache_cap {
                 return t;
             }
-            debug_assert!(!self.cache.is_empty() || in_flight, "a full cache holds writes");
+            debug_assert!(
+                !self.cache.is_empty() || in_flight,
+                "a full cache holds writes"
+            );
             if in_flight {
                 t = self.destage_end;
             } else if !self.destage(t.max(self.mech_free)) {
@@ -696,7 +714,10 @@ impl Hdd {
     }
 
     fn done(&mut self, start: Nanos, end: Nanos) -> Completion {
-        debug_assert!(start <= end && start >= self.host_free, "commands are served in order");
+        debug_assert!(
+            start <= end && start >= self.host_free,
+            "commands are served in order"
+        );
         self.host_free = end;
         Completion {
             start,
@@ -780,7 +801,10 @@ impl Model for Hdd {
             ready: end,
             at: self.spot(s),
         });
-        debug_assert!(self.cache.len() <= self.cache_cap, "the write cache holds at most its size");
+        debug_assert!(
+            self.cache.len() <= self.cache_cap,
+            "the write cache holds at most its size"
+        );
         Ok(self.done(start, end))
     }
 

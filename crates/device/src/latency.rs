@@ -48,7 +48,11 @@ impl Latencies {
         // Both auto-resize from the same precision, so adding cannot fail.
         let before = self.count();
         let _ = self.hist.add(&other.hist);
-        debug_assert_eq!(self.count(), before + other.count(), "no latency is lost merging");
+        debug_assert_eq!(
+            self.count(),
+            before + other.count(),
+            "no latency is lost merging"
+        );
         self.sum += other.sum;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);

@@ -108,7 +108,10 @@ impl BlockDevice for MemDevice {
         for s in self.sectors(unit * eu, eu) {
             self.programmed.remove(&s);
         }
-        debug_assert!(!self.is_programmed(unit * eu, eu), "an erased unit reads as erased");
+        debug_assert!(
+            !self.is_programmed(unit * eu, eu),
+            "an erased unit reads as erased"
+        );
         self.stats.block_erases += 1;
         Ok(self.done(at))
     }

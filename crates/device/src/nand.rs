@@ -116,7 +116,11 @@ impl Timeline {
     /// Whether the busy intervals are non-empty, sorted and disjoint.
     fn ordered(&self) -> bool {
         self.busy.iter().all(|&(s, e)| s < e)
-            && self.busy.iter().zip(self.busy.iter().skip(1)).all(|(a, b)| a.1 < b.0)
+            && self
+                .busy
+                .iter()
+                .zip(self.busy.iter().skip(1))
+                .all(|(a, b)| a.1 < b.0)
     }
 
     /// Forgets intervals that end by `t`: nothing is booked before the
@@ -299,7 +303,10 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
-        debug_assert!(bytes > 0 && bytes <= self.page_size, "a read moves part of one page");
+        debug_assert!(
+            bytes > 0 && bytes <= self.page_size,
+            "a read moves part of one page"
+        );
         let c = unit % self.channels;
         let s = t.max(self.unit_free[unit]);
         let dur = self.xfer(bytes);
@@ -322,7 +329,10 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
-        debug_assert!(bytes > 0 && bytes <= self.page_size, "a program writes part of one page");
+        debug_assert!(
+            bytes > 0 && bytes <= self.page_size,
+            "a program writes part of one page"
+        );
         let c = unit % self.channels;
         let dur = self.xfer(bytes);
         let s = self.chans[c].book(t.max(self.unit_free[unit]), dur);
@@ -537,7 +547,10 @@ impl Model for RawNand {
         let base = unit * self.block_bytes;
         let (from, to) = (self.sector(base), self.sector(base + self.block_bytes));
         self.set_bits(from, to, false);
-        debug_assert!(!self.is_programmed(base, self.block_bytes), "an erased unit reads as erased");
+        debug_assert!(
+            !self.is_programmed(base, self.block_bytes),
+            "an erased unit reads as erased"
+        );
         let mut cost = Cost::new(at);
         self.array.erase(self.unit_of(base), at, st, &mut cost);
         st.erase_counts.add(unit);
@@ -590,7 +603,10 @@ pub fn update_in_place(dev: &mut dyn BlockDevice, offset: u64, buf: &[u8]) -> Re
         unit_buf[(lo - base) as usize..(hi - base) as usize].copy_from_slice(piece);
         add(dev.erase(unit)?);
         add(dev.write(base, &unit_buf)?);
-        debug_assert!(dev.is_programmed(lo, hi - lo), "the new bytes are programmed");
+        debug_assert!(
+            dev.is_programmed(lo, hi - lo),
+            "the new bytes are programmed"
+        );
     }
     // `len > 0`, so the loop covered at least one unit.
     total.ok_or_else(|| DeviceError::internal("nand", "update_in_place covered no erase unit"))

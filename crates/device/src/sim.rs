@@ -166,7 +166,10 @@ impl BlockDevice for SimDevice {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
         let c = self.model.read(at, offset, len, &mut self.stats)?;
-        debug_assert!(len == 0 || c.end >= at, "a read completes no earlier than issued");
+        debug_assert!(
+            len == 0 || c.end >= at,
+            "a read completes no earlier than issued"
+        );
         self.data.read(offset, buf)?;
         self.stats.host_reads += 1;
         self.stats.host_read_bytes += len;
@@ -177,7 +180,10 @@ impl BlockDevice for SimDevice {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
         let c = self.model.write(at, offset, len, &mut self.stats)?;
-        debug_assert!(len == 0 || c.end >= at, "a write completes no earlier than issued");
+        debug_assert!(
+            len == 0 || c.end >= at,
+            "a write completes no earlier than issued"
+        );
         self.data.write(offset, buf)?;
         self.stats.host_writes += 1;
         self.stats.host_write_bytes += len;
@@ -201,7 +207,10 @@ impl BlockDevice for SimDevice {
     fn erase_at(&mut self, at: Nanos, unit: u64) -> Result<Completion> {
         let c = self.model.erase(at, unit, &mut self.stats)?;
         if let Some(eu) = self.geometry.erase_unit {
-            debug_assert!((unit + 1) * eu <= self.geometry.capacity, "the model checked the unit");
+            debug_assert!(
+                (unit + 1) * eu <= self.geometry.capacity,
+                "the model checked the unit"
+            );
             self.data.zero(unit * eu, eu)?;
         }
         Ok(self.account(c))

@@ -114,7 +114,11 @@ impl DeviceSpec {
         }
         spec.power.validate()?;
         let model = spec.build_model()?;
-        debug_assert_eq!(model.geometry().capacity, spec.capacity, "the model has the spec's size");
+        debug_assert_eq!(
+            model.geometry().capacity,
+            spec.capacity,
+            "the model has the spec's size"
+        );
         Ok(spec)
     }
 

@@ -112,7 +112,9 @@ impl DataStore {
                     } else if let Some(c) = chunks.get_mut(&chunk) {
                         c[within..within + n].fill(0);
                     }
-                    debug_assert!(chunks.get(&chunk).is_none_or(|c| is_zero(&c[within..within + n])));
+                    debug_assert!(chunks
+                        .get(&chunk)
+                        .is_none_or(|c| is_zero(&c[within..within + n])));
                     pos += n as u64;
                 }
                 Ok(())
@@ -204,7 +206,10 @@ fn for_chunks(offset: u64, len: usize, mut f: impl FnMut(u64, usize, std::ops::R
         let pos = offset + done as u64;
         let within = (pos % CHUNK) as usize;
         let n = (CHUNK as usize - within).min(len - done);
-        debug_assert!(n > 0 && within + n <= CHUNK as usize, "a piece stays in its chunk");
+        debug_assert!(
+            n > 0 && within + n <= CHUNK as usize,
+            "a piece stays in its chunk"
+        );
         f(pos / CHUNK, within, done..done + n);
         done += n;
     }

@@ -36,13 +36,17 @@ pub struct Layout {
     /// The mapping unit ("sector" of the maps and the log): 4 KiB, or the
     /// larger of the devices' sectors.
     pub sector: u64,
+    /// The SSD's capacity, bytes.
     pub ssd_capacity: u64,
     /// Capacity the hybrid exposes: the HDD's, in whole sectors.
     pub capacity: u64,
+    /// Byte offset of the mapping region on the SSD.
     pub map_start: u64,
     /// Tablet slots in the mapping region.
     pub map_slots: u64,
+    /// Byte offset of the cache region (the log) on the SSD.
     pub cache_start: u64,
+    /// Sectors of the cache region.
     pub cache_sectors: u64,
     /// Alignment of the cache region, bytes: after a write outside the log
     /// the next record starts on such a boundary (see `next_boundary`).
@@ -112,6 +116,13 @@ impl Layout {
         }
         let cache_sectors = lo;
         let (map_slots, cache_start) = start_for(cache_sectors);
+        debug_assert!(
+            cache_start % align == 0 && cache_start >= MAP_START + map_slots * TABLET_BYTES
+        );
+        debug_assert!(
+            cache_start + cache_sectors * sector <= ssd.capacity,
+            "the cache fits the SSD"
+        );
         if cache_sectors < MIN_CACHE_SECTORS {
             return Err(HybridError::Layout(format!(
                 "SSD of {} bytes leaves {cache_sectors} cache sectors after {} mapping tablets; need {MIN_CACHE_SECTORS}",
@@ -137,7 +148,9 @@ impl Layout {
         let c = self.cache_sectors;
         let step = (self.align / self.sector).max(1);
         let lap = pos - pos % c;
-        (lap + (pos % c / step + 1) * step).min(lap + c)
+        let next = (lap + (pos % c / step + 1) * step).min(lap + c);
+        debug_assert!(next > pos && self.on_boundary(next), "{pos} -> {next}");
+        next
     }
 
     /// Whether a record may start at `pos` after a gap.
@@ -147,6 +160,11 @@ impl Layout {
 
     /// SSD byte offset of cache index `idx`.
     pub fn cache_offset(&self, idx: u64) -> u64 {
+        debug_assert!(
+            idx < self.cache_sectors,
+            "cache index {idx} of {}",
+            self.cache_sectors
+        );
         self.cache_start + idx * self.sector
     }
 }
@@ -212,6 +230,11 @@ impl Superblock {
         }
         let crc = crc32c::crc32c(&b[..at]);
         b[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(
+            Superblock::decode(&b).as_ref(),
+            Some(self),
+            "the superblock reads back"
+        );
         b
     }
 

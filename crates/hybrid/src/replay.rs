@@ -22,18 +22,25 @@ pub enum Timing {
 /// from a histogram, within 0.1 %.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Latency {
+    /// Requests.
     pub count: u64,
+    /// Exact mean.
     pub mean_ns: f64,
+    /// Median.
     pub p50_ns: Nanos,
+    /// 95th percentile.
     pub p95_ns: Nanos,
+    /// 99th percentile.
     pub p99_ns: Nanos,
+    /// 99.9th percentile.
     pub p999_ns: Nanos,
+    /// Exact maximum.
     pub max_ns: Nanos,
 }
 
 impl Latency {
     fn of(l: &Latencies) -> Self {
-        Latency {
+        let lat = Latency {
             count: l.count(),
             mean_ns: l.mean(),
             p50_ns: l.quantile(0.50),
@@ -41,7 +48,9 @@ impl Latency {
             p99_ns: l.quantile(0.99),
             p999_ns: l.quantile(0.999),
             max_ns: l.max(),
-        }
+        };
+        debug_assert!(lat.p50_ns <= lat.p99_ns && lat.p99_ns <= lat.max_ns);
+        lat
     }
 }
 
@@ -134,33 +143,47 @@ impl DeviceMap {
 /// What one trace device's requests amounted to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceSplit {
+    /// The trace's device number.
     pub device: u32,
     /// Where its range starts on the target.
     pub offset: u64,
+    /// Read requests.
     pub reads: u64,
+    /// Write requests.
     pub writes: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
+    /// Requests folded back into the device's range.
     pub folded: u64,
 }
 
 /// What a replay did. `reads + writes + skipped == records`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
+    /// Trace records replayed.
     pub records: u64,
+    /// Read requests issued.
     pub reads: u64,
+    /// Write requests issued.
     pub writes: u64,
     /// Zero-length records.
     pub skipped: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
     /// Records whose range was past their device's end and was folded back
     /// into it (by whole 4 KiB units, so alignment to 4 KiB is kept).
     pub folded: u64,
     /// Requests and bytes per trace device, ascending.
     pub per_device: Vec<DeviceSplit>,
+    /// Latencies of every request.
     pub latency: Latency,
+    /// Latencies of reads.
     pub read_latency: Latency,
+    /// Latencies of writes.
     pub write_latency: Latency,
     /// Virtual time from the first issue to the last completion.
     pub makespan_ns: Nanos,

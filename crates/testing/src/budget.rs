@@ -100,7 +100,9 @@ pub fn blank(src: &str) -> String {
     while i < b.len() {
         let rest = &b[i..];
         let end = if rest.starts_with(b"//") {
-            rest.iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p)
+            rest.iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p)
         } else if rest.starts_with(b"/*") {
             block_comment_end(b, i)
         } else if let Some(hashes) = raw_string_start(b, i) {
@@ -153,10 +155,19 @@ fn raw_string_start(b: &[u8], i: usize) -> Option<usize> {
 }
 
 fn raw_string_end(b: &[u8], start: usize, hashes: usize) -> usize {
-    let open = b[start..].iter().position(|&c| c == b'"').map_or(b.len(), |p| start + p);
+    let open = b[start..]
+        .iter()
+        .position(|&c| c == b'"')
+        .map_or(b.len(), |p| start + p);
     let mut i = open + 1;
     while i < b.len() {
-        if b[i] == b'"' && b[i + 1..].iter().take(hashes).filter(|&&c| c == b'#').count() == hashes
+        if b[i] == b'"'
+            && b[i + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == b'#')
+                .count()
+                == hashes
         {
             return i + 1 + hashes;
         }
@@ -207,7 +218,10 @@ fn test_module_names(code: &str) -> Vec<String> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            if decl.trim_start()[name.len()..].trim_start().starts_with(';') {
+            if decl.trim_start()[name.len()..]
+                .trim_start()
+                .starts_with(';')
+            {
                 names.push(name);
             }
         }

@@ -15,7 +15,10 @@ fn budget(name: &str) -> Budget {
 
 fn check(name: &str) {
     let b = budget(name);
-    eprintln!("{name}: {} functions, {} assertions", b.functions, b.assertions);
+    eprintln!(
+        "{name}: {} functions, {} assertions",
+        b.functions, b.assertions
+    );
     assert!(b.functions > 50, "{name}: too few functions found: {b:?}");
     assert!(
         b.within(),

@@ -81,14 +81,20 @@ impl<D: BlockDevice> FaultDevice<D> {
     }
 
     /// Settles every sector an unflushed write touched to what the fates
-    /// of its writes leave there.
-    pub(super) fn roll_back(&mut self) -> Result<()> {
+    /// of its writes leave there: drawn from the seed, or whole (`keep(i)`
+    /// for the `i`-th unflushed write, oldest first) where `keep` is given.
+    pub(super) fn roll_back(&mut self, keep: Option<&dyn Fn(usize) -> bool>) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         // sector -> (write index, fate) in write order
         let mut history: BTreeMap<u64, Vec<(usize, Fate)>> = BTreeMap::new();
         for (i, p) in pending.iter().enumerate() {
             let n = p.pre.len() as u64 / self.sector;
-            for (k, fate) in self.fates(n, p.in_flight).into_iter().enumerate() {
+            let fates = match keep {
+                Some(keep) if keep(i) => vec![Fate::Landed; n as usize],
+                Some(_) => vec![Fate::Lost; n as usize],
+                None => self.fates(n, p.in_flight),
+            };
+            for (k, fate) in fates.into_iter().enumerate() {
                 history
                     .entry(p.offset / self.sector + k as u64)
                     .or_default()
@@ -165,7 +171,7 @@ impl<D: BlockDevice> FaultDevice<D> {
                 };
             }
         }
-        if let Err(e) = self.roll_back() {
+        if let Err(e) = self.roll_back(None) {
             self.rollback_error = Some(e);
         }
         crate::DeviceError::Crashed

@@ -59,7 +59,10 @@ impl<D: BlockDevice> FaultDevice<D> {
             (_, before) => before?,
         };
         debug_assert_eq!(target % self.sector, 0, "a misdirected write stays aligned");
-        debug_assert!(target + len <= capacity, "a misdirected write stays on the device");
+        debug_assert!(
+            target + len <= capacity,
+            "a misdirected write stays on the device"
+        );
         debug_assert!(
             target + len <= offset || offset + len <= target,
             "a misdirected write misses its target"

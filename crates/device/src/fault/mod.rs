@@ -126,9 +126,37 @@ impl<D: BlockDevice> FaultDevice<D> {
     pub fn crash(&mut self) -> Result<()> {
         if !self.crashed {
             self.crashed = true;
-            self.roll_back()?;
+            self.roll_back(None)?;
         }
         Ok(())
+    }
+
+    /// Loses power now (if not already), keeping exactly the unflushed
+    /// writes and trims `keep` picks, each whole, by index (oldest first,
+    /// `0..self.unflushed()`): a chosen crash state rather than a seeded one.
+    pub fn crash_keeping(&mut self, keep: impl Fn(usize) -> bool) -> Result<()> {
+        if !self.crashed {
+            self.crashed = true;
+            self.roll_back(Some(&keep))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the plan while the power is on: `plan`'s faults strike
+    /// from the next operation, numbered from 0 again. What is unflushed
+    /// stays unflushed; sectors already unreadable stay so.
+    pub fn arm(&mut self, plan: FaultPlan) {
+        assert!(!self.crashed, "arm a powered device; restart a crashed one");
+        let volatile = !self.inner.geometry().program_once || plan.lose_programs;
+        assert!(
+            self.pending.is_empty() || volatile == self.volatile,
+            "a write cache holding unflushed writes stays a write cache"
+        );
+        self.volatile = volatile;
+        self.rng = Rng::new(plan.seed);
+        self.latent.extend(plan.latent.at.iter().copied());
+        (self.ops, self.writes) = (0, 0);
+        self.plan = plan;
     }
 
     /// Loses power (if not already) and powers up again with `plan`:
@@ -139,7 +167,10 @@ impl<D: BlockDevice> FaultDevice<D> {
         if let Some(e) = self.rollback_error.take() {
             return Err(e);
         }
-        debug_assert!(self.pending.is_empty(), "the crash settled every unflushed write");
+        debug_assert!(
+            self.pending.is_empty(),
+            "the crash settled every unflushed write"
+        );
         let mut next = FaultDevice::new(self.inner, plan);
         next.masked = self.masked;
         next.latent.extend(self.latent);

@@ -41,7 +41,10 @@ pub(super) struct Fast {
 
 impl Fast {
     pub fn new(log_blocks: u32) -> Self {
-        assert!(log_blocks >= 2, "one sequential log block and at least one random");
+        assert!(
+            log_blocks >= 2,
+            "one sequential log block and at least one random"
+        );
         Fast {
             max: log_blocks as usize - 1,
             random: VecDeque::new(),
@@ -121,7 +124,10 @@ impl Fast {
             });
         }
         let r = self.random.back().expect("made above");
-        debug_assert!(r.lpns.len() < core.bp as usize, "the newest random log block has room");
+        debug_assert!(
+            r.lpns.len() < core.bp as usize,
+            "the newest random log block has room"
+        );
         debug_assert!(self.random.len() <= self.max);
         Ok(r.pb * core.bp + r.lpns.len() as u32)
     }

@@ -138,7 +138,10 @@ impl Core {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) {
-        debug_assert!(((dst / self.bp) as usize) < self.blocks, "page {dst} is on the device");
+        debug_assert!(
+            ((dst / self.bp) as usize) < self.blocks,
+            "page {dst} is on the device"
+        );
         debug_assert_ne!(old, Some(dst), "a page is never programmed over itself");
         let ps = self.front.page_size;
         let ready = match old.filter(|_| partial) {
@@ -202,7 +205,10 @@ impl Core {
     }
 
     fn replace(&mut self, lb: u32, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
-        debug_assert!(!self.free.contains(&pb), "a free block never becomes a data block");
+        debug_assert!(
+            !self.free.contains(&pb),
+            "a free block never becomes a data block"
+        );
         let old = std::mem::replace(&mut self.data[lb as usize], pb);
         if old != NONE {
             self.retire(old, t, st, cost);
@@ -212,7 +218,10 @@ impl Core {
     /// Maps logical blocks `[0, n)` to physical blocks `[0, n)`, as writing
     /// them in order on a fresh device does (each log block switches).
     pub fn fill(&mut self, n: u32) {
-        assert!(self.is_fresh() && n as usize <= self.data.len(), "a fill maps a fresh device");
+        assert!(
+            self.is_fresh() && n as usize <= self.data.len(),
+            "a fill maps a fresh device"
+        );
         for lb in 0..n {
             self.data[lb as usize] = lb;
         }

@@ -60,7 +60,10 @@ pub(super) fn layout(
     switch: Nanos,
     settle: Nanos,
 ) -> Result<(Vec<Zone>, u64)> {
-    debug_assert!(spts.iter().all(|&s| s > 0) && heads > 0, "sectors on every track");
+    debug_assert!(
+        spts.iter().all(|&s| s > 0) && heads > 0,
+        "sectors on every track"
+    );
     let per_cylinder_set: u64 = spts.iter().sum::<u64>() * heads;
     let cyls = sectors.div_ceil(per_cylinder_set);
     let mut zones = Vec::with_capacity(spts.len());
@@ -89,7 +92,10 @@ pub(super) fn layout(
 
 /// The zone holding sector `lba`.
 pub(super) fn of_lba(zones: &[Zone], lba: u64) -> &Zone {
-    debug_assert!(zones.first().is_some_and(|z| z.lba == 0), "the first zone starts at LBA 0");
+    debug_assert!(
+        zones.first().is_some_and(|z| z.lba == 0),
+        "the first zone starts at LBA 0"
+    );
     &zones[zones.partition_point(|z| z.lba <= lba) - 1]
 }
 

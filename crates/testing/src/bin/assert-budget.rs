@@ -15,7 +15,10 @@ fn main() -> ExitCode {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let files = std::env::args().any(|a| a == "--files");
     let mut ok = true;
-    println!("{:<8} {:>9} {:>10} {:>6}", "crate", "functions", "assertions", "ratio");
+    println!(
+        "{:<8} {:>9} {:>10} {:>6}",
+        "crate", "functions", "assertions", "ratio"
+    );
     for name in CRATES {
         let b = match count_crate(&root.join("crates").join(name).join("src")) {
             Ok(b) => b,
@@ -36,7 +39,12 @@ fn main() -> ExitCode {
             let src = root.join("crates").join(name).join("src");
             for (path, f) in count_files(&src).unwrap_or_default() {
                 let path = path.strip_prefix(&src).unwrap_or(&path);
-                println!("  {:<30} {:>5} {:>5}", path.display(), f.functions, f.assertions);
+                println!(
+                    "  {:<30} {:>5} {:>5}",
+                    path.display(),
+                    f.functions,
+                    f.assertions
+                );
             }
         }
     }
