@@ -66,6 +66,38 @@ fn tree_bound(keys: u64, entries: u64) -> u64 {
     total
 }
 
+/// The largest cache for which both it and the mapping region that serves
+/// it fit an SSD of `capacity` bytes: the mapping region must hold the
+/// worst case (up to one forward leaf per cached sector on a small SSD).
+/// Returns the cache's sectors, the region's tablet slots, and where the
+/// cache starts (aligned to `align`).
+fn cache_fit(capacity: u64, vsectors: u64, sector: u64, align: u64) -> (u64, u64, u64) {
+    let start_for = |c: u64| {
+        let slots = tree_bound(vsectors, c) + tree_bound(c, c);
+        (
+            slots,
+            (MAP_START + slots * TABLET_BYTES).div_ceil(align) * align,
+        )
+    };
+    let fits = |c: u64| start_for(c).1 + c * sector <= capacity;
+    let (mut lo, mut hi) = (0, capacity / sector);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let (map_slots, cache_start) = start_for(lo);
+    debug_assert!(cache_start % align == 0 && cache_start >= MAP_START + map_slots * TABLET_BYTES);
+    debug_assert!(
+        lo == 0 || cache_start + lo * sector <= capacity,
+        "the cache fits the SSD"
+    );
+    (lo, map_slots, cache_start)
+}
+
 impl Layout {
     /// The layout for an SSD and HDD of these geometries.
     pub fn compute(ssd: Geometry, hdd: Geometry) -> Result<Self> {
@@ -94,35 +126,8 @@ impl Layout {
         // whole erase blocks only streams writes that begin at a block start.
         let align = (ssd.capacity / 64).clamp(sector, MAX_ALIGN);
         let align: u64 = 1 << (63 - align.leading_zeros());
-        // The mapping region must hold the worst case for the cache it serves
-        // (up to one forward leaf per cached sector on a small SSD): take the
-        // largest cache for which both fit.
-        let start_for = |c: u64| {
-            let slots = tree_bound(vsectors, c) + tree_bound(c, c);
-            (
-                slots,
-                (MAP_START + slots * TABLET_BYTES).div_ceil(align) * align,
-            )
-        };
-        let fits = |c: u64| start_for(c).1 + c * sector <= ssd.capacity;
-        let (mut lo, mut hi) = (0, ssd.capacity / sector);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        let cache_sectors = lo;
-        let (map_slots, cache_start) = start_for(cache_sectors);
-        debug_assert!(
-            cache_start % align == 0 && cache_start >= MAP_START + map_slots * TABLET_BYTES
-        );
-        debug_assert!(
-            cache_start + cache_sectors * sector <= ssd.capacity,
-            "the cache fits the SSD"
-        );
+        let (cache_sectors, map_slots, cache_start) =
+            cache_fit(ssd.capacity, vsectors, sector, align);
         if cache_sectors < MIN_CACHE_SECTORS {
             return Err(HybridError::Layout(format!(
                 "SSD of {} bytes leaves {cache_sectors} cache sectors after {} mapping tablets; need {MIN_CACHE_SECTORS}",
