@@ -586,8 +586,21 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn arbitrary_input_is_parsed_or_rejected_never_a_panic(text in "[ -~\n,+\t]{0,300}") {
+            let lines = text.lines().count();
             for f in [Format::Msr, Format::Spc, Format::Disksim, Format::Blkparse] {
-                let _ = p(f, &text);
+                match p(f, &text) {
+                    // Never more records than lines, times relative to the first.
+                    Ok(records) => {
+                        proptest::prop_assert!(records.len() <= lines);
+                        proptest::prop_assert!(records.first().is_none_or(|r| r.time_ns == 0));
+                    }
+                    // A rejection names a line of the input, on one line.
+                    Err(TraceError::Malformed { line, reason }) => {
+                        proptest::prop_assert!(line >= 1 && line <= lines, "{f:?}: line {line} of {lines}");
+                        proptest::prop_assert!(!reason.contains('\n'), "{f:?}: {reason}");
+                    }
+                    Err(e) => proptest::prop_assert!(false, "{f:?}: {e}"),
+                }
             }
         }
     }

@@ -251,10 +251,6 @@ fn run(seed: u64) -> bool {
 fn fault_device_power_loss_loses_no_acknowledged_write() {
     let test = "fault_device_power_loss_loses_no_acknowledged_write";
     let t = cases(test, 0..160, run);
-    eprintln!(
-        "{test}: {} fault cases, {} struck inside the workload",
-        t.cases, t.hits
-    );
     // Almost every case loses power inside its workload.
     t.assert_hits(test, 90);
 }

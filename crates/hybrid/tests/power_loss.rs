@@ -307,10 +307,6 @@ fn run(seed: u64, unaligned: bool) -> Seen {
 /// Runs `seeds` of one mix; most cases must lose power inside the workload.
 fn many(test: &str, seeds: std::ops::Range<u64>, unaligned: bool) {
     let t = cases(test, seeds, |seed| run(seed, unaligned).struck > 0);
-    eprintln!(
-        "{test}: {} fault cases, {} struck inside the workload",
-        t.cases, t.hits
-    );
     t.assert_hits(test, 60);
 }
 

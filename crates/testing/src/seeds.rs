@@ -50,7 +50,9 @@ fn one(test: &str, seed: u64, case: &mut impl FnMut(u64) -> bool) -> bool {
 }
 
 /// Runs `case` for every seed of `seeds`, or only for `FLASHKV_SEED` when
-/// set (and no case when it lies outside `seeds`: it names another test's case).
+/// set (and no case when it lies outside `seeds`: it names another test's
+/// case). Prints `<test>: <n> fault cases` to stderr (`scripts/fault-cases`
+/// sums these lines over a run).
 pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -> Tally {
     let seeds = match pinned() {
         Some(s) if seeds.contains(&s) => s..s + 1,
@@ -62,6 +64,7 @@ pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -
         t.cases += 1;
         t.hits += u64::from(one(test, seed, &mut case));
     }
+    eprintln!("{test}: {} fault cases, {} hit", t.cases, t.hits);
     t
 }
 
