@@ -122,7 +122,8 @@ fn a_commit_never_releases_a_record_whose_successor_is_volatile() {
             );
         }
     }
-    eprintln!("a_commit_never_releases_a_record_whose_successor_is_volatile: {n} fault cases");
+    let test = "a_commit_never_releases_a_record_whose_successor_is_volatile";
+    flashkv_testing::report(&format!("{test}: {n} fault cases\n"));
 }
 
 /// What the host wrote, per 512-byte piece: the latest value, the value

@@ -11,5 +11,5 @@ pub mod budget;
 mod seeds;
 mod shared;
 
-pub use seeds::{cases, soak, Tally};
+pub use seeds::{cases, report, soak, Tally};
 pub use shared::Shared;
