@@ -117,7 +117,11 @@ fn flash_ssd_2005_mixed_table_is_reported_not_fitted() {
         mix.iops
     );
     // Random draws make the mix itself a little off half and half.
-    assert!((mix.iops / harmonic - 1.0).abs() < 0.03, "{} vs {harmonic}", mix.iops);
+    assert!(
+        (mix.iops / harmonic - 1.0).abs() < 0.03,
+        "{} vs {harmonic}",
+        mix.iops
+    );
     let seed_bound = 2.0 / (1.0 / 1075.0 + 1.0 / 21.0);
     assert!(mix.iops < seed_bound && seed_bound < 55.0);
     pinned("mix IOPS", mix.iops, 1, "38.9");
@@ -219,7 +223,12 @@ fn nvme_is_a_current_ssd() {
 fn low_end_flash_writes_random_4k_slower_than_a_disk_but_streams_fast() {
     // The model's figures, pinned, beside the ranges the classes span.
     for (preset, sw_range, sr_range, model) in [
-        ("ssd-lowend", 70.0..100.0, 100.0..300.0, ["46.2", "72.6", "157.4"]),
+        (
+            "ssd-lowend",
+            70.0..100.0,
+            100.0..300.0,
+            ["46.2", "72.6", "157.4"],
+        ),
         ("usb-flash", 8.0..13.0, 25.0..36.0, ["6.8", "9.3", "32.6"]),
     ] {
         // Over the whole device and past the first writes the free log
