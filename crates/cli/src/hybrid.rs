@@ -140,11 +140,14 @@ fn is_preset(arg: &str) -> bool {
     presets::get(arg).is_ok()
 }
 
-/// Layout and options problems are the user's; device failures are not.
+/// Layout, options and an unformatted SSD are the user's to fix; device
+/// failures and damage found on the SSD are not.
 pub(crate) fn hybrid_error(e: HybridError) -> CliError {
     match e {
-        HybridError::Device(d) => CliError::Failed(d.to_string()),
-        other => CliError::Usage(other.to_string()),
+        HybridError::Layout(_) | HybridError::Options(_) | HybridError::NotFormatted => {
+            CliError::Usage(e.to_string())
+        }
+        other => CliError::Failed(other.to_string()),
     }
 }
 

@@ -1,5 +1,7 @@
 //! `flashkv`: the lab, device presets, the profiler and the key-value shell.
 
+#![deny(clippy::unwrap_used)]
+
 mod advise;
 mod devices;
 mod error;

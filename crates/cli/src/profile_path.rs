@@ -48,51 +48,8 @@ fn growth(path: &Path, span: Option<u64>) -> Result<u64, CliError> {
 }
 
 fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), CliError> {
-    let writes = a.patterns.iter().any(|p| p.writes());
-    // Checked before anything is filled (a misaligned span is refused by
-    // `prepare`, also before it fills).
-    let span = a
-        .span
-        .or((!path.exists()).then_some(DEFAULT_SPAN))
-        .filter(|s| s % HEADER == 0);
-    let too_big = span.and_then(|s| a.block_sizes.iter().find(|&&b| b > s));
-    if let (Some(span), Some(&bs)) = (span, too_big) {
-        return Err(CliError::Usage(format!(
-            "--block-sizes {}: larger than the span of {}",
-            size_label(bs),
-            size_label(span)
-        )));
-    }
-    let need = growth(path, a.span)?;
-    if need > 0 {
-        files::ensure_room("--path", path, need)?;
-    }
-    // A new file's header is written apart from the fill.
-    let fill_bytes = if path.exists() {
-        need
-    } else {
-        need.saturating_sub(HEADER)
-    };
-    let mut fill = Progress::new(
-        &format!("filling {}", path.display()),
-        fill_bytes,
-        Unit::Bytes,
-    );
-    let target = real::prepare_with(
-        path,
-        &TargetOptions {
-            span: a.span,
-            writes,
-            force: a.force,
-            direct: true,
-        },
-        &mut |done, _| fill.finished(done, ""),
-    )
-    .map_err(target_error)?;
-    fill.finish();
-    if let Some(w) = &target.warning {
-        eprintln!("warning: {w}");
-    }
+    check_block_sizes(a, path)?;
+    let target = prepare(a, path)?;
     let budget = match (a.ops, a.duration) {
         (Some(n), _) => Budget::Ops(n),
         (None, d) => Budget::Time(Duration::from_secs_f64(d.unwrap_or(DEFAULT_SECONDS))),
@@ -113,9 +70,8 @@ fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
         })
         .collect();
     let mut devs = target.open(a.iodepth as usize)?;
-
-    let mut bar = Progress::new("profile", specs.len() as u64, Unit::Steps);
     let name = path.display().to_string();
+    let mut bar = Progress::new("profile", specs.len() as u64, Unit::Steps);
     let mut rows = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         let what = format!("{} {}", s.pattern, size_label(s.block_size));
@@ -124,22 +80,75 @@ fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
         bar.finished(i as u64 + 1, &what);
     }
     bar.finish();
-
     let budget = match budget {
         Budget::Ops(n) => format!("{n} ops per point"),
         Budget::Time(d) => format!("{} s per point", d.as_secs_f64()),
     };
+    let io = if target.direct {
+        "O_DIRECT"
+    } else {
+        "buffered"
+    };
     let title = format!(
-        "{name} — {budget}, iodepth {}, span {}{}",
+        "{name} — {budget}, iodepth {}, span {}, {io}",
         a.iodepth,
         size_label(target.span),
-        if target.direct {
-            ", O_DIRECT"
-        } else {
-            ", buffered"
-        }
     );
     Ok((rows, title))
+}
+
+/// Refuses a block size larger than the span, before anything is filled
+/// (a misaligned span is refused by `prepare`, also before it fills).
+fn check_block_sizes(a: &ProfileArgs, path: &Path) -> Result<(), CliError> {
+    let span = a
+        .span
+        .or((!path.exists()).then_some(DEFAULT_SPAN))
+        .filter(|s| s % HEADER == 0);
+    let too_big = span.and_then(|s| a.block_sizes.iter().find(|&&b| b > s));
+    if let (Some(span), Some(&bs)) = (span, too_big) {
+        return Err(CliError::Usage(format!(
+            "--block-sizes {}: larger than the span of {}",
+            size_label(bs),
+            size_label(span)
+        )));
+    }
+    Ok(())
+}
+
+/// Lays out the span to profile, filling what is new once the file
+/// system is known to have room, with a progress bar.
+fn prepare(a: &ProfileArgs, path: &Path) -> Result<real::Target, CliError> {
+    let need = growth(path, a.span)?;
+    if need > 0 {
+        files::ensure_room("--path", path, need)?;
+    }
+    // A new file's header is written apart from the fill.
+    let fill_bytes = if path.exists() {
+        need
+    } else {
+        need.saturating_sub(HEADER)
+    };
+    let mut fill = Progress::new(
+        &format!("filling {}", path.display()),
+        fill_bytes,
+        Unit::Bytes,
+    );
+    let target = real::prepare_with(
+        path,
+        &TargetOptions {
+            span: a.span,
+            writes: a.patterns.iter().any(|p| p.writes()),
+            force: a.force,
+            direct: true,
+        },
+        &mut |done, _| fill.finished(done, ""),
+    )
+    .map_err(target_error)?;
+    fill.finish();
+    if let Some(w) = &target.warning {
+        eprintln!("warning: {w}");
+    }
+    Ok(target)
 }
 
 fn target_error(e: TargetError) -> CliError {

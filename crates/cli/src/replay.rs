@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, ValueEnum};
 use flashkv_device::{presets, BlockDevice, DeviceSpec, DeviceStats, SimDevice};
 use flashkv_hybrid::replay::{replay_mapped, DeviceMap, Latency, ReplayReport, Timing};
-use flashkv_hybrid::trace::{open_file, Format, Records, TimeUnit, TraceError};
+use flashkv_hybrid::trace::{open_file, Format, Records, TimeUnit, TraceError, TraceRecord};
 use flashkv_hybrid::{HybridDevice, HybridStats, Options};
 use serde::Serialize;
 
@@ -186,51 +186,9 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     } else {
         Timing::AsTraced
     };
-    let failed = |e: flashkv_device::DeviceError| match e {
-        flashkv_device::DeviceError::Spec(m) => CliError::Usage(m),
-        e => CliError::Failed(e.to_string()),
-    };
-    let map = a.device_map.clone().unwrap_or_default();
     let out = match &a.hybrid {
-        None => {
-            let (mut dev, name) = single(&a)?;
-            let report = replay_mapped(&mut *dev, stream, timing, &map).map_err(failed)?;
-            Output {
-                trace: a.trace.clone(),
-                target: name,
-                timing: timing_name(timing),
-                report,
-                hybrid: None,
-                ssd: None,
-                hdd: None,
-            }
-        }
-        Some(pair) => {
-            let Some((s, h)) = pair.split_once(',') else {
-                return Err(CliError::Usage(format!(
-                    "--hybrid takes SSD,HDD (two presets), got '{pair}'"
-                )));
-            };
-            let opts = Options {
-                promote: a.promote_after > 0,
-                promote_after: a.promote_after.max(1),
-                memory_limit: a.memory_limit.unwrap_or(Options::default().memory_limit),
-                ..Options::default()
-            };
-            let mut dev =
-                HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
-            let report = replay_mapped(&mut dev, stream, timing, &map).map_err(failed)?;
-            let (ssd, hdd) = dev.devices();
-            Output {
-                trace: a.trace.clone(),
-                target: format!("hybrid({s},{h})"),
-                timing: timing_name(timing),
-                report,
-                hybrid: Some(dev.hybrid_stats()),
-                ssd: Some(ssd.stats()),
-                hdd: Some(hdd.stats()),
-            }
-        }
+        None => on_device(&a, stream, timing)?,
+        Some(pair) => on_hybrid(&a, pair, stream, timing)?,
     };
     if let Some(e) = failure {
         return Err(trace_error(&a, e));
@@ -241,6 +199,67 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         print_human(&out);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A device map the target cannot hold is the user's to fix.
+fn replay_failed(e: flashkv_device::DeviceError) -> CliError {
+    match e {
+        flashkv_device::DeviceError::Spec(m) => CliError::Usage(m),
+        e => CliError::Failed(e.to_string()),
+    }
+}
+
+/// Replays on one device (a preset, a spec or a file).
+fn on_device(
+    a: &ReplayArgs,
+    stream: impl Iterator<Item = TraceRecord>,
+    timing: Timing,
+) -> Result<Output, CliError> {
+    let map = a.device_map.clone().unwrap_or_default();
+    let (mut dev, name) = single(a)?;
+    let report = replay_mapped(&mut *dev, stream, timing, &map).map_err(replay_failed)?;
+    Ok(Output {
+        trace: a.trace.clone(),
+        target: name,
+        timing: timing_name(timing),
+        report,
+        hybrid: None,
+        ssd: None,
+        hdd: None,
+    })
+}
+
+/// Replays on a hybrid of two presets, `pair` = "SSD,HDD".
+fn on_hybrid(
+    a: &ReplayArgs,
+    pair: &str,
+    stream: impl Iterator<Item = TraceRecord>,
+    timing: Timing,
+) -> Result<Output, CliError> {
+    let Some((s, h)) = pair.split_once(',') else {
+        return Err(CliError::Usage(format!(
+            "--hybrid takes SSD,HDD (two presets), got '{pair}'"
+        )));
+    };
+    let opts = Options {
+        promote: a.promote_after > 0,
+        promote_after: a.promote_after.max(1),
+        memory_limit: a.memory_limit.unwrap_or(Options::default().memory_limit),
+        ..Options::default()
+    };
+    let map = a.device_map.clone().unwrap_or_default();
+    let mut dev = HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
+    let report = replay_mapped(&mut dev, stream, timing, &map).map_err(replay_failed)?;
+    let (ssd, hdd) = dev.devices();
+    Ok(Output {
+        trace: a.trace.clone(),
+        target: format!("hybrid({s},{h})"),
+        timing: timing_name(timing),
+        report,
+        hybrid: Some(dev.hybrid_stats()),
+        ssd: Some(ssd.stats()),
+        hdd: Some(hdd.stats()),
+    })
 }
 
 fn map_arg(s: &str) -> Result<DeviceMap, String> {

@@ -43,6 +43,13 @@ fn lab_hybrid_writes_rows_files_and_plots() {
         assert!(r["tps"].as_f64().unwrap() > 0.0, "{r}");
         assert_eq!(r.as_object().unwrap().len(), 8, "{r}");
     }
+    // The order the experiment shows at any size (seed 003): the low-end
+    // SSD alone beats the HDD, and the hybrid of the two beats both.
+    let tps: Vec<f64> = rows.iter().map(|r| r["tps"].as_f64().unwrap()).collect();
+    assert!(
+        tps[0] > 0.0 && tps[1] > tps[0] && tps[2] > tps[1],
+        "hdd, ssd, hybrid TPS: {tps:?}"
+    );
     for f in [
         "summary.md",
         "hybrid/rows.json",

@@ -11,13 +11,16 @@ use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DramParams {
+    /// Host sector size (default 512).
     #[serde(default = "default_sector", deserialize_with = "de_size")]
     pub sector_size: u64,
     /// Fixed cost of a read command (controller and host stack), µs.
     pub read_overhead_us: f64,
+    /// Fixed cost of a write command, µs.
     pub write_overhead_us: f64,
-    /// Interface transfer rate, MB/s.
+    /// Interface transfer rate of reads, MB/s.
     pub read_mb_per_s: f64,
+    /// Interface transfer rate of writes, MB/s.
     pub write_mb_per_s: f64,
 }
 
@@ -33,19 +36,23 @@ struct Dram {
 
 pub(crate) fn model(p: &DramParams, capacity: u64) -> Result<Box<dyn Model>> {
     require(
-        p.sector_size.is_power_of_two(),
-        "dram: sector_size must be a power of two",
+        p.sector_size.is_power_of_two() && p.sector_size <= 1 << 31,
+        "dram: sector_size must be a power of two of at most 2 GiB",
     )?;
     require(
         capacity % p.sector_size == 0,
         "dram: capacity must be a multiple of sector_size",
     )?;
     require(
-        p.read_mb_per_s > 0.0 && p.write_mb_per_s > 0.0,
+        [p.read_mb_per_s, p.write_mb_per_s]
+            .iter()
+            .all(|r| r.is_finite() && *r > 0.0),
         "dram: transfer rates must be positive",
     )?;
     require(
-        p.read_overhead_us >= 0.0 && p.write_overhead_us >= 0.0,
+        [p.read_overhead_us, p.write_overhead_us]
+            .iter()
+            .all(|o| o.is_finite() && *o >= 0.0),
         "dram: overheads must not be negative",
     )?;
     Ok(Box::new(Dram {
@@ -59,6 +66,7 @@ impl Dram {
     fn serve(&mut self, at: Nanos, service: Nanos) -> Completion {
         let start = at.max(self.busy_until);
         self.busy_until = start + service;
+        debug_assert!(start >= at && self.busy_until >= start);
         Completion {
             start,
             end: self.busy_until,
@@ -80,10 +88,11 @@ impl Model for Dram {
     fn read(
         &mut self,
         at: Nanos,
-        _offset: u64,
+        offset: u64,
         len: u64,
         _st: &mut DeviceStats,
     ) -> Result<Completion> {
+        debug_assert!(offset + len <= self.capacity, "SimDevice checked the range");
         let t = us(self.p.read_overhead_us) + transfer_ns(len, self.p.read_mb_per_s);
         Ok(self.serve(at, t))
     }
@@ -91,10 +100,11 @@ impl Model for Dram {
     fn write(
         &mut self,
         at: Nanos,
-        _offset: u64,
+        offset: u64,
         len: u64,
         _st: &mut DeviceStats,
     ) -> Result<Completion> {
+        debug_assert!(offset + len <= self.capacity, "SimDevice checked the range");
         let t = us(self.p.write_overhead_us) + transfer_ns(len, self.p.write_mb_per_s);
         Ok(self.serve(at, t))
     }

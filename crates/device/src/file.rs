@@ -66,89 +66,117 @@ fn with_path(path: &Path, e: io::Error) -> DeviceError {
     DeviceError::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
+/// What is at a path before opening it, and the rules for creating it.
+fn existing(path: &Path, opts: &FileOptions) -> Result<Option<std::fs::Metadata>> {
+    let existing = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(with_path(path, e)),
+    };
+    if existing.is_none() {
+        if !opts.create {
+            return Err(with_path(
+                path,
+                io::Error::new(io::ErrorKind::NotFound, "no such file (create is off)"),
+            ));
+        }
+        if opts.read_only || opts.capacity == 0 {
+            return Err(DeviceError::BadInput(format!(
+                "{}: does not exist; creating it needs a capacity and write access",
+                path.display()
+            )));
+        }
+    }
+    Ok(existing)
+}
+
+/// Opens one path, with or without O_DIRECT.
+struct Opener<'a> {
+    path: &'a Path,
+    opts: &'a FileOptions,
+    /// The path does not exist yet.
+    create: bool,
+}
+
+impl Opener<'_> {
+    fn open(&self, direct: bool) -> Result<File> {
+        let mut o = OpenOptions::new();
+        o.read(true).write(!self.opts.read_only).create(self.create);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(self.path).map_err(|e| with_path(self.path, e))
+    }
+
+    /// The file, with O_DIRECT if asked for and the file system takes it
+    /// at open; else buffered, with the warning why.
+    fn open_direct(&self) -> Result<(File, bool, Option<String>)> {
+        if !self.opts.direct {
+            return Ok((self.open(false)?, false, None));
+        }
+        match self.open(true) {
+            Ok(f) => Ok((f, true, None)),
+            Err(DeviceError::Io(e)) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let warning = no_direct(self.path, &e);
+                Ok((self.open(false)?, false, Some(warning)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The size of the file or block device; an empty new file gets the
+    /// capacity asked for.
+    fn size(&self, file: &mut File, block_dev: bool) -> Result<u64> {
+        let at = |e| with_path(self.path, e);
+        if block_dev {
+            return file.seek(SeekFrom::End(0)).map_err(at);
+        }
+        let size = file.metadata().map_err(at)?.size();
+        let opts = self.opts;
+        if size == 0 && opts.capacity > 0 && !opts.read_only {
+            file.set_len(opts.capacity).map_err(at)?;
+            return Ok(opts.capacity);
+        }
+        Ok(size)
+    }
+
+    /// Some file systems take O_DIRECT at open and refuse it at the first
+    /// transfer: reads one aligned block; the warning if it was refused.
+    fn refuses_direct(&self, file: &File, bounce: &mut Vec<u8>) -> Result<Option<String>> {
+        let buf = aligned(bounce, DIRECT_ALIGN);
+        match file.read_exact_at(buf, 0) {
+            Ok(()) => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(Some(no_direct(self.path, &e))),
+            Err(e) => Err(with_path(self.path, e)),
+        }
+    }
+}
+
 impl FileDevice {
     /// Opens (or creates) the file or block device at `path`.
     pub fn open(path: impl AsRef<Path>, opts: &FileOptions) -> Result<Self> {
         let path = path.as_ref();
-        let existing = match std::fs::metadata(path) {
-            Ok(m) => Some(m),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(with_path(path, e)),
-        };
+        let existing = existing(path, opts)?;
         let block_dev = existing
             .as_ref()
             .is_some_and(|m| m.file_type().is_block_device());
         if block_dev && !opts.read_only {
             refuse_if_mounted(path)?;
         }
-        if existing.is_none() {
-            if !opts.create {
-                return Err(with_path(
-                    path,
-                    io::Error::new(io::ErrorKind::NotFound, "no such file (create is off)"),
-                ));
-            }
-            if opts.read_only || opts.capacity == 0 {
-                return Err(DeviceError::BadInput(format!(
-                    "{}: does not exist; creating it needs a capacity and write access",
-                    path.display()
-                )));
-            }
-        }
-
-        let open = |direct: bool| {
-            let mut o = OpenOptions::new();
-            o.read(true).write(!opts.read_only);
-            if existing.is_none() {
-                o.create(true);
-            }
-            if direct {
-                o.custom_flags(libc::O_DIRECT);
-            }
-            o.open(path)
+        let opener = Opener {
+            path,
+            opts,
+            create: existing.is_none(),
         };
-        let mut warning = None;
-        let (mut file, mut direct) = if opts.direct {
-            match open(true) {
-                Ok(f) => (f, true),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    warning = Some(no_direct(path, &e));
-                    (open(false).map_err(|e| with_path(path, e))?, false)
-                }
-                Err(e) => return Err(with_path(path, e)),
-            }
-        } else {
-            (open(false).map_err(|e| with_path(path, e))?, false)
-        };
-
-        let mut size = if block_dev {
-            file.seek(SeekFrom::End(0))
-                .map_err(|e| with_path(path, e))?
-        } else {
-            file.metadata().map_err(|e| with_path(path, e))?.size()
-        };
-        if !block_dev && size == 0 && opts.capacity > 0 && !opts.read_only {
-            file.set_len(opts.capacity)
-                .map_err(|e| with_path(path, e))?;
-            size = opts.capacity;
-        }
-
+        let (mut file, mut direct, mut warning) = opener.open_direct()?;
+        let size = opener.size(&mut file, block_dev)?;
         let mut bounce = Vec::new();
-        if direct {
-            // Some file systems accept O_DIRECT at open and refuse it at the
-            // first transfer: probe one aligned block.
-            if size >= DIRECT_ALIGN as u64 {
-                let buf = aligned(&mut bounce, DIRECT_ALIGN);
-                if let Err(e) = file.read_exact_at(buf, 0) {
-                    if e.raw_os_error() != Some(libc::EINVAL) {
-                        return Err(with_path(path, e));
-                    }
-                    warning = Some(no_direct(path, &e));
-                    file = open(false).map_err(|e| with_path(path, e))?;
-                    direct = false;
-                }
+        if direct && size >= DIRECT_ALIGN as u64 {
+            if let Some(w) = opener.refuses_direct(&file, &mut bounce)? {
+                (file, direct, warning) = (opener.open(false)?, false, Some(w));
             }
         }
+        debug_assert!(!direct || opts.direct, "O_DIRECT only when asked for");
         let sector = if direct { DIRECT_ALIGN as u64 } else { 512 };
         let capacity = size / sector * sector;
         if capacity == 0 {
@@ -157,6 +185,7 @@ impl FileDevice {
                 path.display()
             )));
         }
+        debug_assert!(capacity <= size && capacity % sector == 0);
         Ok(FileDevice {
             file,
             path: path.to_path_buf(),
@@ -185,6 +214,7 @@ impl FileDevice {
         self.warning.as_deref()
     }
 
+    /// The path the device was opened at.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -203,6 +233,7 @@ impl FileDevice {
 
     fn timed(&mut self, start: Nanos) -> Completion {
         let end = self.now().max(start);
+        debug_assert!(end >= start);
         self.stats.busy_ns += end - start;
         Completion {
             start,
@@ -212,6 +243,10 @@ impl FileDevice {
     }
 
     fn pread(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        debug_assert!(
+            !self.direct || offset % DIRECT_ALIGN as u64 == 0,
+            "O_DIRECT offsets are aligned"
+        );
         if !self.direct || is_aligned(buf) {
             return self.file.read_exact_at(buf, offset);
         }
@@ -225,6 +260,14 @@ impl FileDevice {
     }
 
     fn pwrite(&mut self, offset: u64, buf: &[u8]) -> io::Result<()> {
+        debug_assert!(
+            !self.read_only,
+            "writes to a read-only device are refused first"
+        );
+        debug_assert!(
+            !self.direct || offset % DIRECT_ALIGN as u64 == 0,
+            "O_DIRECT offsets are aligned"
+        );
         if !self.direct || is_aligned(buf) {
             return self.file.write_all_at(buf, offset);
         }
@@ -277,6 +320,7 @@ fn aligned(buf: &mut Vec<u8>, len: usize) -> &mut [u8] {
         *buf = vec![0u8; len + DIRECT_ALIGN];
     }
     let start = buf.as_ptr().align_offset(DIRECT_ALIGN);
+    debug_assert!(start < DIRECT_ALIGN && start + len <= buf.len());
     &mut buf[start..start + len]
 }
 
@@ -358,6 +402,7 @@ impl BlockDevice for FileDevice {
             let mut pos = offset;
             while pos < offset + len {
                 let n = (offset + len - pos).min(zeros.len() as u64) as usize;
+                debug_assert!(n > 0 && n as u64 % u64::from(self.geometry.sector_size) == 0);
                 self.pwrite(pos, &zeros[..n])
                     .map_err(|e| with_path(&self.path, e))?;
                 pos += n as u64;

@@ -55,9 +55,13 @@ use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FtlMapping {
+    /// Any logical page anywhere; greedy garbage collection per die.
     Page,
+    /// A logical block in one physical block; a small write rewrites it.
     Block,
+    /// Log blocks, each serving one logical block (BAST).
     Bast,
+    /// One sequential log block and random log blocks shared by all (FAST).
     Fast,
 }
 
@@ -66,6 +70,7 @@ pub enum FtlMapping {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FtlParams {
+    /// How logical pages map to physical flash.
     pub mapping: FtlMapping,
     /// Bytes per NAND page; the page FTL maps in units of this size.
     #[serde(deserialize_with = "de_size")]
@@ -75,19 +80,28 @@ pub struct FtlParams {
     /// Host sector size.
     #[serde(default = "default_sector", deserialize_with = "de_size")]
     pub sector_size: u64,
+    /// Array read of one page, µs.
     pub read_us: f64,
+    /// Program of one page, µs.
     pub program_us: f64,
+    /// Erase of one block, µs.
     pub erase_us: f64,
+    /// Channel bus rate, MB/s; 0 means the transfer is included in the times above.
     #[serde(default)]
     pub bus_mb_per_s: f64,
+    /// Channels, each a bus shared by its dies.
     #[serde(default = "one")]
     pub channels: u32,
+    /// Dies on each channel; each works on its own.
     #[serde(default = "one")]
     pub dies_per_channel: u32,
+    /// Energy per page read, µJ.
     #[serde(default)]
     pub read_uj: f64,
+    /// Energy per page program, µJ.
     #[serde(default)]
     pub program_uj: f64,
+    /// Energy per block erase, µJ.
     #[serde(default)]
     pub erase_uj: f64,
     /// Host interface rate, MB/s.
@@ -241,8 +255,47 @@ impl Front {
     }
 }
 
+/// An FTL invariant broke: a bug in the model, not the caller's fault.
 fn internal(what: &'static str) -> DeviceError {
-    DeviceError::Unsupported(what)
+    DeviceError::internal("ftl", what)
+}
+
+/// Runs a model's full consistency check after its garbage-collection or
+/// merge rounds, in debug builds (the test profile has them on): every
+/// round while the check is cheap, and on a large device every `cost /
+/// 4096` rounds, so checking costs about 4,096 steps a round on average.
+struct Audit {
+    rounds: u64,
+    every: u64,
+}
+
+impl Audit {
+    /// An audit of a check that visits about `cost` entries.
+    fn new(cost: u64) -> Self {
+        Audit {
+            rounds: 0,
+            every: (cost / 4096).max(1),
+        }
+    }
+
+    /// Counts a round; whether the full check is due after it.
+    fn due(&mut self) -> bool {
+        if !cfg!(debug_assertions) {
+            return false;
+        }
+        self.rounds += 1;
+        self.rounds % self.every == 0
+    }
+}
+
+/// Panics, naming what broke, if a model's consistency check failed.
+fn assert_consistent(model: &str, round: u64, check: std::result::Result<(), String>) {
+    let broken = check.err();
+    assert!(
+        broken.is_none(),
+        "{model}: invariant broken after round {round}: {}",
+        broken.unwrap_or_default()
+    );
 }
 
 // ------------------------------------------------------------ page mapping
@@ -271,6 +324,7 @@ struct PageFtl {
     dies: Vec<Die>,
     ctrl_free: Nanos,
     host: Timeline,
+    audit: Audit,
 }
 
 impl PageFtl {
@@ -318,6 +372,7 @@ impl PageFtl {
         for u in 0..units as u32 {
             table.set_state(u, BlockState::Open);
         }
+        debug_assert_eq!(table.len() as u64, blocks);
         Ok(PageFtl {
             front,
             array,
@@ -329,6 +384,7 @@ impl PageFtl {
             dies,
             ctrl_free: 0,
             host: Timeline::default(),
+            audit: Audit::new(logical + blocks),
         })
     }
 
@@ -338,6 +394,7 @@ impl PageFtl {
 
     /// Free blocks of die `u`.
     fn free_blocks(&self, u: usize) -> usize {
+        debug_assert!(self.dies[u].fresh <= self.per_die);
         (self.per_die - self.dies[u].fresh) as usize + self.dies[u].free.len()
     }
 
@@ -351,8 +408,11 @@ impl PageFtl {
         } else {
             d.free
                 .pop_front()
-                .ok_or_else(|| internal("ftl: a die ran out of free blocks"))?
+                .ok_or_else(|| internal("a die ran out of free blocks"))?
         };
+        debug_assert_eq!(b % units, u as u32, "a die opens its own blocks");
+        debug_assert_eq!(self.blocks.state(b), BlockState::Free);
+        debug_assert_eq!(self.blocks.valid(b), 0, "a free block holds no valid page");
         let old = std::mem::replace(&mut d.open, b);
         d.wp = 0;
         self.blocks.set_state(old, BlockState::Full);
@@ -367,14 +427,22 @@ impl PageFtl {
             self.blocks.sub_valid(old / self.layout.ppb);
             self.l2p.set(lpn, NONE);
         }
+        debug_assert_eq!(self.l2p.get(lpn), NONE);
     }
 
     /// Places `lpn` at the next page of die `u`'s open block (which has room).
     fn place(&mut self, u: usize, lpn: u32) {
         let d = &mut self.dies[u];
+        assert!(d.wp < self.layout.ppb, "die {u}: the open block is full");
         let ppn = d.open * self.layout.ppb + d.wp;
         d.wp += 1;
         let open = d.open;
+        debug_assert_eq!(self.blocks.state(open), BlockState::Open);
+        debug_assert_eq!(
+            self.l2p.get(lpn),
+            NONE,
+            "a page is placed once it is invalidated"
+        );
         self.l2p.set(lpn, ppn);
         self.blocks.set_rev(ppn, lpn);
         self.blocks.add_valid(open);
@@ -397,6 +465,7 @@ impl PageFtl {
             }
         }
         self.place(u, lpn);
+        debug_assert_eq!(self.blocks.rev(self.l2p.get(lpn)), lpn, "the maps agree");
         Ok(self.array.program(u, t, self.front.page_size, st, cost))
     }
 
@@ -409,7 +478,7 @@ impl PageFtl {
             .filter(|&b| self.blocks.state(b) == BlockState::Full)
             .min_by_key(|&b| self.blocks.valid(b))
             .filter(|&b| self.blocks.valid(b) < n)
-            .ok_or_else(|| internal("ftl: no block to garbage-collect"))?;
+            .ok_or_else(|| internal("no block to garbage-collect"))?;
         for ppn in victim * n..(victim + 1) * n {
             let lpn = self.blocks.rev(ppn);
             if lpn == NONE || self.l2p.get(lpn) != ppn {
@@ -423,11 +492,15 @@ impl PageFtl {
             self.array.copy(u, t, st, cost);
             st.gc_page_moves += 1;
         }
-        debug_assert_eq!(self.blocks.valid(victim), 0);
+        debug_assert_eq!(self.blocks.valid(victim), 0, "every valid page moved");
+        debug_assert_eq!(self.blocks.state(victim), BlockState::Full);
         self.array.erase(u, t, st, cost);
         st.erase_counts.add(u64::from(victim));
         self.blocks.set_state(victim, BlockState::Free);
         self.dies[u].free.push_back(victim);
+        if self.audit.due() {
+            assert_consistent("ftl (page)", self.audit.rounds, self.check_invariants());
+        }
         Ok(())
     }
 
@@ -455,7 +528,12 @@ impl PageFtl {
             d.open = (used - 1) * units + u;
             d.wp = count - (used - 1) * ppb;
             d.fresh = used;
+            debug_assert!(d.wp >= 1 && d.wp <= ppb && d.fresh <= self.per_die);
         }
+        debug_assert!(
+            pages == 0 || self.blocks.rev(self.l2p.get(pages - 1)) == pages - 1,
+            "the fill's last page maps both ways"
+        );
     }
 
     /// Starts a command at the controller; returns when its NAND work may begin.
@@ -475,15 +553,18 @@ impl PageFtl {
         (0..logical).map(|l| self.l2p.get(l)).collect()
     }
 
-    #[cfg(test)]
+    /// The maps against each other and the blocks: every mapped page maps
+    /// back, lives in a used block on its own die, the valid counts match,
+    /// each die's open block is open and its free blocks are free and empty.
     fn check_invariants(&self) -> std::result::Result<(), String> {
         let (n, units) = (self.layout.ppb, self.layout.units);
+        let logical = (self.front.capacity / self.front.page_size) as u32;
         let mut valid = vec![0u32; self.blocks.len()];
-        for (lpn, ppn) in self.mapping().into_iter().enumerate() {
+        for (lpn, ppn) in (0..logical).map(|l| (l, self.l2p.get(l))) {
             if ppn == NONE {
                 continue;
             }
-            if self.blocks.rev(ppn) != lpn as u32 {
+            if self.blocks.rev(ppn) != lpn {
                 return Err(format!(
                     "lpn {lpn} -> ppn {ppn}, which holds {}",
                     self.blocks.rev(ppn)
@@ -492,7 +573,7 @@ impl PageFtl {
             if self.blocks.state(ppn / n) == BlockState::Free {
                 return Err(format!("lpn {lpn} lives in free block {}", ppn / n));
             }
-            if (ppn / n) % units != lpn as u32 % units {
+            if (ppn / n) % units != lpn % units {
                 return Err(format!("lpn {lpn} is on the wrong die"));
             }
             valid[(ppn / n) as usize] += 1;
@@ -598,6 +679,10 @@ impl Model for PageFtl {
         Some(self.ctrl_free)
     }
 
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        PageFtl::check_invariants(self)
+    }
+
     fn fill(&mut self, len: u64) -> bool {
         let ps = self.front.page_size;
         let fresh = self.l2p.is_empty() && self.dies.iter().all(|d| d.wp == 0 && d.fresh == 1);
@@ -638,6 +723,7 @@ struct BlockFtl {
     /// A rewritten block keeps its place, going through a scratch block.
     scratch: bool,
     dev_free: Nanos,
+    audit: Audit,
 }
 
 impl BlockFtl {
@@ -669,6 +755,7 @@ impl BlockFtl {
             last_write_end: 0,
             scratch: p.scratch_copy,
             dev_free: 0,
+            audit: Audit::new(blocks),
         })
     }
 
@@ -691,6 +778,7 @@ impl BlockFtl {
 
     /// Erases physical block `pb` (its block on every die).
     fn erase(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        debug_assert!((pb as usize) < self.blocks, "block {pb} of {}", self.blocks);
         for u in 0..self.units as usize {
             self.array.erase(u, t, st, cost);
         }
@@ -699,6 +787,7 @@ impl BlockFtl {
 
     /// Erases physical block `pb` and frees it.
     fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        debug_assert!(!self.free.contains(&pb), "block {pb} is freed twice");
         self.erase(pb, t, st, cost);
         self.free.push_back(pb);
     }
@@ -707,6 +796,7 @@ impl BlockFtl {
     /// block, erases the old block and maps the new one.
     fn close_run(&mut self, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
         let Some(r) = self.run.take() else { return };
+        debug_assert!(r.next <= self.block_bytes, "a run stays inside its block");
         let old = self.map[r.lb as usize];
         if old != NONE {
             let ps = self.front.page_size;
@@ -715,9 +805,19 @@ impl BlockFtl {
                 let ready = self.array.read(u, t, ps, st, cost);
                 self.array.program(u, ready, ps, st, cost);
             }
+            self.map[r.lb as usize] = NONE;
             self.retire(old, t, st, cost);
         }
         self.map[r.lb as usize] = r.pb;
+        self.merged();
+    }
+
+    /// After a merge round (a run closed, a block rewritten): the full
+    /// check when the audit says so.
+    fn merged(&mut self) {
+        if self.audit.due() {
+            assert_consistent("ftl (block)", self.audit.rounds, self.check_invariants());
+        }
     }
 
     /// Writes bytes `[lo, hi)` of logical block `lb`; `run` tells whether
@@ -733,6 +833,11 @@ impl BlockFtl {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Result<()> {
+        debug_assert!(
+            lo < hi && hi <= self.block_bytes,
+            "[{lo}, {hi}) inside one block"
+        );
+        debug_assert!((lb as usize) < self.map.len(), "logical block {lb}");
         let ps = self.front.page_size;
         let pages = (lo / ps) as u32..hi.div_ceil(ps) as u32;
         let complete = hi == self.block_bytes;
@@ -750,7 +855,7 @@ impl BlockFtl {
         let pb = self
             .free
             .pop_front()
-            .ok_or_else(|| internal("ftl: no spare block"))?;
+            .ok_or_else(|| internal("no spare block"))?;
         // A write from the start of a block opens a run, unless it is a whole
         // block written out of sequence: that still goes through the scratch
         // copy (seed 004's 128 KB random writes are slower than its 4 KB ones).
@@ -772,12 +877,15 @@ impl BlockFtl {
             self.erase(old, t, st, cost);
             self.copy_block(t, st, cost);
             self.retire(pb, t, st, cost);
+            self.merged();
             return Ok(());
         } else {
             self.copy_block(t, st, cost);
+            self.map[lb as usize] = NONE;
             self.retire(old, t, st, cost);
         }
         self.map[lb as usize] = pb;
+        self.merged();
         Ok(())
     }
 
@@ -800,7 +908,7 @@ impl BlockFtl {
         s + cmd_ns
     }
 
-    #[cfg(test)]
+    /// Every physical block is mapped, free or the open run's, once.
     fn check_invariants(&self) -> std::result::Result<(), String> {
         let mut seen = vec![false; self.blocks];
         let mapped = self.map.iter().copied().filter(|&b| b != NONE);
@@ -891,6 +999,10 @@ impl Model for BlockFtl {
 
     fn busy_until(&self) -> Option<Nanos> {
         Some(self.dev_free)
+    }
+
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        BlockFtl::check_invariants(self)
     }
 }
 

@@ -45,6 +45,7 @@ pub struct HddParams {
     /// Recording zones, each the same number of cylinders (1 to 256).
     #[serde(default = "default_zones")]
     pub zones: u32,
+    /// Host sector size (default 512).
     #[serde(default = "default_sector", deserialize_with = "de_size")]
     pub sector_size: u64,
     /// Recording surfaces; with the track size and capacity it sets the
@@ -114,6 +115,10 @@ impl SeekCurve {
     /// The curve through `seek(1) = t2t` and `seek(cyl-1) = full` with its
     /// knee at `knee` (1 ≤ knee ≤ cyl-1, cyl ≥ 3).
     fn with_knee(t2t: f64, full: f64, cyl: u64, knee: f64) -> SeekCurve {
+        debug_assert!(
+            cyl >= 3 && knee >= 1.0 && knee <= (cyl - 1) as f64,
+            "knee {knee} of {cyl}"
+        );
         let last = (cyl - 1) as f64;
         let sk = knee.sqrt();
         let b = (full - t2t) / (sk / 2.0 + last / (2.0 * sk) - 1.0);
@@ -137,6 +142,10 @@ impl SeekCurve {
         } else {
             self.c + self.e * x
         };
+        debug_assert!(
+            t.is_finite() && t > 0.0,
+            "a seek of {d} cylinders takes {t} ns"
+        );
         t.round() as Nanos
     }
 
@@ -180,7 +189,9 @@ impl SeekCurve {
                         hi = mid;
                     }
                 }
-                return Ok(SeekCurve::with_knee(t2t, full, cyl, hi));
+                let c = SeekCurve::with_knee(t2t, full, cyl, hi);
+                debug_assert!(c.ns(1) <= c.ns(cyl - 1), "seeks grow with distance");
+                return Ok(c);
             }
         }
         Err(unreachable(t2t, full, avg, cyl, lowest, highest))
@@ -232,7 +243,9 @@ impl SeekCurve {
                 b = mid;
             }
         }
-        Ok(SeekCurve::with_knee(t2t, full, cyl, b))
+        let c = SeekCurve::with_knee(t2t, full, cyl, b);
+        debug_assert!(c.ns(1) <= c.ns(cyl - 1), "seeks grow with distance");
+        Ok(c)
     }
 }
 
@@ -449,6 +462,10 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         "hdd: capacity is too small for a seek curve (fewer than 3 cylinders); raise it or lower heads",
     )?;
     let seek = SeekCurve::fit(t2t_ms * 1e6, full_ms * 1e6, p.seek_avg_ms * 1e6, cylinders)?;
+    debug_assert!(
+        zones.last().is_some_and(|z| z.lba < sectors),
+        "every zone holds sectors"
+    );
     let cache_cap = p.write_cache_entries as usize;
     Ok(Box::new(Hdd {
         geometry: Geometry {
@@ -484,6 +501,7 @@ impl Hdd {
     /// Start of rotational slot `j` (j may exceed a revolution) on a track
     /// of `spt` sectors, ns from the revolution's start.
     fn slot_ns(&self, spt: u64, j: u64) -> Nanos {
+        debug_assert!(spt > 0, "a track holds sectors");
         j * self.rev / spt
     }
 
@@ -491,6 +509,10 @@ impl Hdd {
     /// count from the zone's first track, so crossing into the next zone may
     /// cost up to a revolution (once per zone, negligible).
     fn slot(&self, z: &Zone, track: u64, sec: u64) -> u64 {
+        debug_assert!(
+            track >= z.track && sec < z.spt,
+            "sector {sec} of track {track} in its zone"
+        );
         let t = track - z.track;
         let (cyl, head) = (t / self.heads, t % self.heads);
         let per_cyl = ((self.heads - 1) * z.head_skew + z.cyl_skew) % z.spt;
@@ -499,6 +521,7 @@ impl Hdd {
 
     /// The zone of sector `lba`, its track and its index on the track.
     fn locate(&self, lba: u64) -> (Zone, u64, u64) {
+        debug_assert!(lba < self.sectors, "sector {lba} of {}", self.sectors);
         let z = *zones::of_lba(&self.zones, lba);
         let i = lba - z.lba;
         (z, z.track + i / z.spt, i % z.spt)
@@ -519,10 +542,9 @@ impl Hdd {
 
     fn spot(&self, lba: u64) -> Spot {
         let (z, track, sec) = self.locate(lba);
-        Spot {
-            track,
-            slot_ns: self.slot_ns(z.spt, self.slot(&z, track, sec)),
-        }
+        let slot_ns = self.slot_ns(z.spt, self.slot(&z, track, sec));
+        debug_assert!(slot_ns < self.rev, "a slot starts within the revolution");
+        Spot { track, slot_ns }
     }
 
     /// When sector `lba` is first under the head, moving there from `track`
@@ -534,11 +556,16 @@ impl Hdd {
     fn arrive(&self, track: u64, t: Nanos, to: Spot, write: bool) -> Nanos {
         let t = t + self.move_ns(track, to.track, write);
         let phase = t % self.rev;
-        t + if to.slot_ns >= phase {
+        let wait = if to.slot_ns >= phase {
             to.slot_ns - phase
         } else {
             to.slot_ns + self.rev - phase
-        }
+        };
+        debug_assert!(
+            wait < self.rev,
+            "the sector comes round within a revolution"
+        );
+        t + wait
     }
 
     /// Transfers `n` sectors from `lba` starting with the head on `track` at
@@ -551,12 +578,14 @@ impl Hdd {
         n: u64,
         write: bool,
     ) -> (Nanos, u64) {
+        debug_assert!(lba + n <= self.sectors, "the transfer stays on the disk");
         let mut left = n;
         while left > 0 {
             t = self.arrival(track, t, lba, write);
             let (z, on, sec) = self.locate(lba);
             track = on;
             let k = left.min(z.spt - sec);
+            debug_assert!(k > 0, "each pass moves at least a sector");
             let slot = self.slot(&z, track, sec);
             t += self.slot_ns(z.spt, slot + k) - self.slot_ns(z.spt, slot);
             lba += k;
@@ -578,6 +607,7 @@ impl Hdd {
 
     /// When the read-ahead has buffered every sector below `end`.
     fn ahead_ready(&self, a: &Ahead, end: u64) -> Nanos {
+        debug_assert!(end <= a.to, "the read-ahead stops at {}", a.to);
         let k = end.saturating_sub(a.from);
         a.t0 + self.slot_ns(a.spt, a.slot0 + k) - self.slot_ns(a.spt, a.slot0)
     }
@@ -586,6 +616,7 @@ impl Hdd {
     fn cut_ahead(&mut self, t: Nanos) {
         if let Some(a) = self.ahead.take() {
             let got = self.ahead_read_by(&a, t);
+            debug_assert!(got <= a.to - a.from);
             let seg = &mut self.segs[a.seg];
             seg.n = a.from - seg.lba + got;
         }
@@ -596,11 +627,13 @@ impl Hdd {
         if self.segs.is_empty() {
             return;
         }
+        debug_assert!(s < e && e <= self.sectors, "a read of [{s}, {e})");
         let seg = self.next_seg;
         self.next_seg = (seg + 1) % self.segs.len();
         self.segs[seg] = Extent { lba: s, n: e - s };
         let (z, track, _) = self.locate(e - 1);
         let to = (z.lba + (track - z.track + 1) * z.spt).min(self.sectors);
+        debug_assert!(to >= e, "the read-ahead runs on from the read");
         self.ahead = Some(Ahead {
             seg,
             from: e,
@@ -652,6 +685,7 @@ impl Hdd {
         let Some((i, _)) = best else { return false };
         let c = self.cache.swap_remove(i);
         let (end, track) = self.media(self.track, at, c.ext.lba, c.ext.n, true);
+        debug_assert!(end > at, "a destage takes time");
         self.track = track;
         self.mech_free = end;
         self.destaging = Some(c.ext);
@@ -666,6 +700,10 @@ impl Hdd {
             if self.cache.len() + usize::from(in_flight) < self.cache_cap {
                 return t;
             }
+            debug_assert!(
+                !self.cache.is_empty() || in_flight,
+                "a full cache holds writes"
+            );
             if in_flight {
                 t = self.destage_end;
             } else if !self.destage(t.max(self.mech_free)) {
@@ -676,6 +714,10 @@ impl Hdd {
     }
 
     fn done(&mut self, start: Nanos, end: Nanos) -> Completion {
+        debug_assert!(
+            start <= end && start >= self.host_free,
+            "commands are served in order"
+        );
         self.host_free = end;
         Completion {
             start,
@@ -697,6 +739,7 @@ impl Model for Hdd {
         len: u64,
         _st: &mut DeviceStats,
     ) -> Result<Completion> {
+        debug_assert!(offset % self.sector == 0 && len % self.sector == 0);
         let (s, n) = (offset / self.sector, len / self.sector);
         let e = s + n;
         let start = at.max(self.host_free);
@@ -758,6 +801,10 @@ impl Model for Hdd {
             ready: end,
             at: self.spot(s),
         });
+        debug_assert!(
+            self.cache.len() <= self.cache_cap,
+            "the write cache holds at most its size"
+        );
         Ok(self.done(start, end))
     }
 
@@ -765,6 +812,8 @@ impl Model for Hdd {
         let start = at.max(self.host_free);
         self.background(start);
         while self.destage(start.max(self.mech_free)) {}
+        // Every cached write's data arrived before this command started.
+        debug_assert!(self.cache.is_empty(), "a flush destages the whole cache");
         let end = start.max(self.mech_free);
         Ok(self.done(start, end))
     }

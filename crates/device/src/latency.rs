@@ -28,6 +28,7 @@ impl Default for Latencies {
 }
 
 impl Latencies {
+    /// Records one latency.
     pub fn record(&mut self, ns: Nanos) {
         // An auto-resizing histogram takes any u64; saturate if it ever refuses.
         if self.hist.record(ns).is_err() {
@@ -36,6 +37,7 @@ impl Latencies {
         self.sum += u128::from(ns);
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
+        debug_assert!(self.min <= self.max && self.count() > 0);
     }
 
     /// Adds what `other` recorded (latencies from several threads).
@@ -44,12 +46,19 @@ impl Latencies {
             return;
         }
         // Both auto-resize from the same precision, so adding cannot fail.
+        let before = self.count();
         let _ = self.hist.add(&other.hist);
+        debug_assert_eq!(
+            self.count(),
+            before + other.count(),
+            "no latency is lost merging"
+        );
         self.sum += other.sum;
         self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
     }
 
+    /// Latencies recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
@@ -66,12 +75,14 @@ impl Latencies {
     /// The `q` quantile (0..=1), within 0.1 %, never outside the exact
     /// minimum and maximum (0 when empty).
     pub fn quantile(&self, q: f64) -> Nanos {
+        assert!((0.0..=1.0).contains(&q), "quantile {q} outside 0..=1");
         if self.count() == 0 {
             return 0;
         }
         self.hist.value_at_quantile(q).clamp(self.min, self.max)
     }
 
+    /// The largest latency (0 when empty).
     pub fn max(&self) -> Nanos {
         self.max
     }

@@ -30,6 +30,9 @@
 //! assert!(dev.clock() > 0);
 //! ```
 
+#![deny(missing_docs)]
+#![deny(clippy::unwrap_used)]
+
 mod dram;
 mod error;
 mod fault;
@@ -80,6 +83,7 @@ pub struct Geometry {
 impl Geometry {
     /// Checks that `[offset, offset+len)` is sector aligned and inside the device.
     pub fn check(&self, offset: u64, len: u64) -> Result<()> {
+        debug_assert!(self.sector_size > 0, "a geometry has sectors");
         let s = u64::from(self.sector_size);
         if offset % s != 0 || len % s != 0 {
             return Err(DeviceError::Misaligned {
@@ -113,8 +117,11 @@ pub struct Completion {
 /// What a queued request is, for devices that reorder their queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueuedIo {
+    /// Byte offset.
     pub offset: u64,
+    /// Bytes.
     pub len: u64,
+    /// A write (else a read).
     pub write: bool,
 }
 

@@ -20,6 +20,7 @@ pub struct MemDevice {
 }
 
 impl MemDevice {
+    /// An empty (all zeros) device of geometry `geo`.
     pub fn new(geo: Geometry) -> Self {
         assert!(geo.sector_size > 0 && geo.capacity % u64::from(geo.sector_size) == 0);
         assert_eq!(
@@ -39,6 +40,7 @@ impl MemDevice {
     /// Sectors `[offset, offset + len)` as sector numbers.
     fn sectors(&self, offset: u64, len: u64) -> std::ops::Range<u64> {
         let s = u64::from(self.geo.sector_size);
+        debug_assert!(offset % s == 0 && len % s == 0, "whole sectors");
         offset / s..(offset + len) / s
     }
 
@@ -106,6 +108,10 @@ impl BlockDevice for MemDevice {
         for s in self.sectors(unit * eu, eu) {
             self.programmed.remove(&s);
         }
+        debug_assert!(
+            !self.is_programmed(unit * eu, eu),
+            "an erased unit reads as erased"
+        );
         self.stats.block_erases += 1;
         Ok(self.done(at))
     }

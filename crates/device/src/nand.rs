@@ -41,8 +41,10 @@ pub struct NandParams {
     /// Channel bus rate, MB/s; 0 means the transfer is included in the times above.
     #[serde(default)]
     pub bus_mb_per_s: f64,
+    /// Channels, each a bus shared by its dies.
     #[serde(default = "one")]
     pub channels: u32,
+    /// Dies on each channel; each works on its own.
     #[serde(default = "one")]
     pub dies_per_channel: u32,
     /// Energy per page read, µJ.
@@ -94,6 +96,7 @@ impl Timeline {
             i += 1;
         }
         let end = start + dur;
+        debug_assert!(start >= t, "a booking never starts before it was asked for");
         // Merge with touching neighbours to keep the list short.
         let joins_prev = i > 0 && self.busy[i - 1].1 == start;
         let joins_next = i < self.busy.len() && self.busy[i].0 == end;
@@ -106,7 +109,18 @@ impl Timeline {
             (false, true) => self.busy[i].0 = start,
             (false, false) => self.busy.insert(i, (start, end)),
         }
+        debug_assert!(self.ordered(), "busy intervals stay sorted and apart");
         start
+    }
+
+    /// Whether the busy intervals are non-empty, sorted and disjoint.
+    fn ordered(&self) -> bool {
+        self.busy.iter().all(|&(s, e)| s < e)
+            && self
+                .busy
+                .iter()
+                .zip(self.busy.iter().skip(1))
+                .all(|(a, b)| a.1 < b.0)
     }
 
     /// Forgets intervals that end by `t`: nothing is booked before the
@@ -238,6 +252,7 @@ impl Cost {
 
     /// Records that a resource worked on the operation from `s` to `e`.
     pub fn busy(&mut self, s: Nanos, e: Nanos) {
+        debug_assert!(s <= e, "busy from {s} to {e}: ends before it starts");
         self.start = self.start.min(s);
         self.end = self.end.max(e);
     }
@@ -247,6 +262,7 @@ impl Cost {
     }
 
     pub fn completion(self) -> Completion {
+        debug_assert!(self.start == Nanos::MAX || self.start <= self.end);
         Completion {
             start: self.start.min(self.end),
             end: self.end,
@@ -287,10 +303,15 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
+        debug_assert!(
+            bytes > 0 && bytes <= self.page_size,
+            "a read moves part of one page"
+        );
         let c = unit % self.channels;
         let s = t.max(self.unit_free[unit]);
         let dur = self.xfer(bytes);
         let e = self.chans[c].book(s + self.read_ns, dur) + dur;
+        debug_assert!(e >= s + self.read_ns);
         self.unit_free[unit] = e;
         st.nand_page_reads += 1;
         cost.energy_nj += self.read_nj;
@@ -308,9 +329,14 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
+        debug_assert!(
+            bytes > 0 && bytes <= self.page_size,
+            "a program writes part of one page"
+        );
         let c = unit % self.channels;
         let dur = self.xfer(bytes);
         let s = self.chans[c].book(t.max(self.unit_free[unit]), dur);
+        debug_assert!(s >= t, "a program starts once its data is there");
         let e = s + dur + self.program_ns;
         self.unit_free[unit] = e;
         st.nand_page_programs += 1;
@@ -322,6 +348,7 @@ impl NandArray {
 
     /// Copies a page within `unit` (copy-back: read then program, no bus).
     pub fn copy(&mut self, unit: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
+        debug_assert!(unit < self.units(), "die {unit} of {}", self.units());
         let s = t.max(self.unit_free[unit]);
         let e = s + self.read_ns + self.program_ns;
         self.unit_free[unit] = e;
@@ -335,6 +362,7 @@ impl NandArray {
 
     /// Erases a block on `unit` (counted by the caller, which knows the block).
     pub fn erase(&mut self, unit: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
+        debug_assert!(unit < self.units(), "die {unit} of {}", self.units());
         let s = t.max(self.unit_free[unit]);
         let e = s + self.erase_ns;
         self.unit_free[unit] = e;
@@ -379,6 +407,7 @@ pub(crate) fn model(p: &NandParams, capacity: u64) -> Result<Box<dyn Model>> {
         "nand: capacity is too large to track",
     )?;
     let blocks = capacity / block_bytes;
+    debug_assert_eq!(blocks * block_bytes, capacity);
     Ok(Box::new(RawNand {
         geometry: Geometry {
             sector_size: p.sector_size as u32,
@@ -406,6 +435,7 @@ struct RawNand {
 
 impl RawNand {
     fn sector(&self, offset: u64) -> usize {
+        debug_assert_eq!(offset % u64::from(self.geometry.sector_size), 0);
         (offset / u64::from(self.geometry.sector_size)) as usize
     }
 
@@ -414,6 +444,7 @@ impl RawNand {
     }
 
     fn set_bits(&mut self, from: usize, to: usize, on: bool) {
+        debug_assert!(from <= to && to <= self.programmed.len() * 64);
         for s in from..to {
             if on {
                 self.programmed[s / 64] |= 1 << (s % 64);
@@ -435,11 +466,13 @@ pub(crate) fn page_pieces(
     len: u64,
     page_size: u64,
 ) -> impl Iterator<Item = (u64, u64)> {
+    assert!(page_size > 0, "pages have a size");
     let end = offset + len;
     let mut pos = offset;
     std::iter::from_fn(move || {
         (pos < end).then(|| {
             let n = ((pos / page_size + 1) * page_size).min(end) - pos;
+            debug_assert!(n > 0 && n <= page_size);
             let piece = (pos, n);
             pos += n;
             piece
@@ -484,6 +517,7 @@ impl Model for RawNand {
             });
         }
         self.set_bits(from, to, true);
+        debug_assert!(len == 0 || self.is_programmed(offset, len));
         self.array.forget_before(at);
         let mut cost = Cost::new(at);
         for (pos, n) in page_pieces(offset, len, self.page_size) {
@@ -513,6 +547,10 @@ impl Model for RawNand {
         let base = unit * self.block_bytes;
         let (from, to) = (self.sector(base), self.sector(base + self.block_bytes));
         self.set_bits(from, to, false);
+        debug_assert!(
+            !self.is_programmed(base, self.block_bytes),
+            "an erased unit reads as erased"
+        );
         let mut cost = Cost::new(at);
         self.array.erase(self.unit_of(base), at, st, &mut cost);
         st.erase_counts.add(unit);
@@ -565,8 +603,13 @@ pub fn update_in_place(dev: &mut dyn BlockDevice, offset: u64, buf: &[u8]) -> Re
         unit_buf[(lo - base) as usize..(hi - base) as usize].copy_from_slice(piece);
         add(dev.erase(unit)?);
         add(dev.write(base, &unit_buf)?);
+        debug_assert!(
+            dev.is_programmed(lo, hi - lo),
+            "the new bytes are programmed"
+        );
     }
-    total.ok_or(DeviceError::Unsupported("update_in_place: empty range"))
+    // `len > 0`, so the loop covered at least one unit.
+    total.ok_or_else(|| DeviceError::internal("nand", "update_in_place covered no erase unit"))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::{
 /// kept by [`SimDevice`]; a model only sees offsets and lengths, already
 /// checked against [`Model::geometry`].
 pub trait Model: Send + Sync {
+    /// Sector size, erase unit, capacity.
     fn geometry(&self) -> Geometry;
     /// Costs a read of `len` bytes at `offset` issued at `at`.
     fn read(
@@ -51,13 +52,16 @@ pub trait Model: Send + Sync {
             "erase: this device has no host-visible erase units",
         ))
     }
+    /// See [`BlockDevice::is_programmed`].
     fn is_programmed(&self, offset: u64, len: u64) -> bool {
         let _ = (offset, len);
         false
     }
+    /// See [`BlockDevice::reorders_queue`].
     fn reorders_queue(&self) -> bool {
         false
     }
+    /// See [`BlockDevice::pick_next`].
     fn pick_next(&self, at: Nanos, queued: &[QueuedIo]) -> usize {
         let _ = (at, queued);
         0
@@ -72,6 +76,11 @@ pub trait Model: Send + Sync {
     /// When the device can start its next command; `None` means "use the clock".
     fn busy_until(&self) -> Option<Nanos> {
         None
+    }
+    /// The model's own consistency (an FTL's maps against its blocks); the
+    /// message says what broke. Models without internal state have none.
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        Ok(())
     }
 }
 
@@ -109,8 +118,18 @@ impl SimDevice {
         })
     }
 
+    /// The spec's name (a preset's, or the file a spec came from).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Checks the model's internal consistency (an FTL's maps against its
+    /// blocks). Debug builds also check after garbage collection; tests
+    /// call this every so many operations. An error is a flashkv bug.
+    pub fn check_invariants(&self) -> Result<()> {
+        self.model
+            .check_invariants()
+            .map_err(|e| crate::DeviceError::internal(&self.name, e))
     }
 
     /// Energy including idle power up to the current clock, in nanojoules.
@@ -124,7 +143,8 @@ impl SimDevice {
     }
 
     fn account(&mut self, c: Completion) -> Completion {
-        let busy = c.end.saturating_sub(c.start);
+        debug_assert!(c.start <= c.end, "a completion ends after it starts");
+        let busy = c.end - c.start;
         let active_nj = (self.active_mw * busy as f64 / 1000.0) as u64;
         let c = Completion {
             energy_nj: c.energy_nj + active_nj,
@@ -146,6 +166,10 @@ impl BlockDevice for SimDevice {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
         let c = self.model.read(at, offset, len, &mut self.stats)?;
+        debug_assert!(
+            len == 0 || c.end >= at,
+            "a read completes no earlier than issued"
+        );
         self.data.read(offset, buf)?;
         self.stats.host_reads += 1;
         self.stats.host_read_bytes += len;
@@ -156,6 +180,10 @@ impl BlockDevice for SimDevice {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
         let c = self.model.write(at, offset, len, &mut self.stats)?;
+        debug_assert!(
+            len == 0 || c.end >= at,
+            "a write completes no earlier than issued"
+        );
         self.data.write(offset, buf)?;
         self.stats.host_writes += 1;
         self.stats.host_write_bytes += len;
@@ -179,6 +207,10 @@ impl BlockDevice for SimDevice {
     fn erase_at(&mut self, at: Nanos, unit: u64) -> Result<Completion> {
         let c = self.model.erase(at, unit, &mut self.stats)?;
         if let Some(eu) = self.geometry.erase_unit {
+            debug_assert!(
+                (unit + 1) * eu <= self.geometry.capacity,
+                "the model checked the unit"
+            );
             self.data.zero(unit * eu, eu)?;
         }
         Ok(self.account(c))
@@ -220,10 +252,12 @@ impl BlockDevice for SimDevice {
 
 /// Nanoseconds to move `bytes` at `mb_per_s` (MB = 10^6 bytes).
 pub(crate) fn transfer_ns(bytes: u64, mb_per_s: f64) -> Nanos {
+    debug_assert!(mb_per_s > 0.0, "a rate of {mb_per_s} MB/s");
     (bytes as f64 * 1000.0 / mb_per_s).round() as Nanos
 }
 
 /// Microseconds (as written in specs) to nanoseconds.
 pub(crate) fn us(v: f64) -> Nanos {
+    debug_assert!(v.is_finite() && v >= 0.0, "{v} µs");
     (v * 1000.0).round() as Nanos
 }

@@ -25,17 +25,22 @@ use crate::{DeviceError, DramParams, FtlParams, HddParams, Model, NandParams, Re
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpec {
+    /// The preset's name, or the spec file's stem.
     #[serde(default)]
     pub name: String,
+    /// What the device is, in a few words.
     #[serde(default)]
     pub description: String,
     /// Where the numbers come from (seed table, datasheet).
     #[serde(default)]
     pub source: String,
+    /// Addressable bytes.
     #[serde(deserialize_with = "de_size")]
     pub capacity: u64,
+    /// Active and idle power.
     #[serde(default)]
     pub power: PowerSpec,
+    /// The cost model and its parameters.
     pub model: ModelSpec,
 }
 
@@ -43,8 +48,11 @@ pub struct DeviceSpec {
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerSpec {
+    /// Drawn while serving requests; 0 leaves busy power to the model's
+    /// per-operation energies.
     #[serde(default)]
     pub active_mw: f64,
+    /// Drawn while idle.
     #[serde(default)]
     pub idle_mw: f64,
 }
@@ -74,13 +82,18 @@ impl PowerSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ModelSpec {
+    /// A hard disk: seeks, rotation, zones, caches.
     Hdd(HddParams),
+    /// Raw NAND flash: program-once sectors, host-visible erase units.
     Nand(NandParams),
+    /// NAND behind a flash translation layer.
     Ftl(FtlParams),
+    /// A DRAM SSD: overhead plus transfer.
     Dram(DramParams),
 }
 
 impl ModelSpec {
+    /// The `kind` the spec names (`"hdd"`, `"nand"`, `"ftl"`, `"dram"`).
     pub fn kind(&self) -> &'static str {
         match self {
             ModelSpec::Hdd(_) => "hdd",
@@ -100,7 +113,12 @@ impl DeviceSpec {
             spec.name = name.to_string();
         }
         spec.power.validate()?;
-        spec.build_model()?;
+        let model = spec.build_model()?;
+        debug_assert_eq!(
+            model.geometry().capacity,
+            spec.capacity,
+            "the model has the spec's size"
+        );
         Ok(spec)
     }
 
@@ -182,7 +200,9 @@ pub(crate) fn de_size<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u6
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    debug_assert!(!line.contains('\n'));
+    line
 }
 
 /// Fails with a spec error unless `ok`.

@@ -7,11 +7,17 @@ use serde::Serialize;
 /// wall-clock busy time.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceStats {
+    /// Read requests from the host.
     pub host_reads: u64,
+    /// Write requests from the host.
     pub host_writes: u64,
+    /// Bytes the host read.
     pub host_read_bytes: u64,
+    /// Bytes the host wrote.
     pub host_write_bytes: u64,
+    /// Flush requests.
     pub flushes: u64,
+    /// Trim requests.
     pub trims: u64,
     /// NAND page reads, including those done by GC and read-modify-write.
     pub nand_page_reads: u64,
@@ -45,6 +51,10 @@ pub struct EraseCounts {
 impl EraseCounts {
     /// Sets how many erase units the device has (only a model knows).
     pub fn set_units(&mut self, units: u64) {
+        debug_assert!(
+            self.erased.keys().next_back().is_none_or(|&u| u < units),
+            "a device keeps its erase units"
+        );
         self.units = units;
     }
 
@@ -53,6 +63,7 @@ impl EraseCounts {
         self.units
     }
 
+    /// Whether the device has no erase units (or the model has not said).
     pub fn is_empty(&self) -> bool {
         self.units == 0
     }
@@ -82,8 +93,11 @@ impl EraseCounts {
 /// Wear across erase units.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Wear {
+    /// Erases of the least erased unit.
     pub min: u32,
+    /// Mean erases per unit.
     pub mean: f64,
+    /// Erases of the most erased unit.
     pub max: u32,
 }
 
@@ -104,11 +118,13 @@ impl DeviceStats {
         }
         let never = (e.erased.len() as u64) < e.units;
         let min = e.erased.values().copied().min().filter(|_| !never);
-        Some(Wear {
+        let w = Wear {
             min: min.unwrap_or(0),
             mean: e.total() as f64 / e.units as f64,
             max: e.erased.values().copied().max().unwrap_or(0),
-        })
+        };
+        debug_assert!(f64::from(w.min) <= w.mean && w.mean <= f64::from(w.max));
+        Some(w)
     }
 
     /// Energy including idle power for the time the device was not busy,

@@ -17,7 +17,9 @@ const CHUNK: u64 = 4096;
 /// The bytes of a simulated device. Never-written, trimmed and erased bytes read as zero.
 #[derive(Debug)]
 pub enum DataStore {
+    /// Sparse in memory: only 4 KiB chunks holding a non-zero byte.
     Memory(FxHashMap<u64, Box<[u8; CHUNK as usize]>>),
+    /// In a (sparse) file.
     File(File),
 }
 
@@ -39,6 +41,7 @@ impl DataStore {
         Ok(DataStore::File(f))
     }
 
+    /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         match self {
             DataStore::Memory(chunks) => {
@@ -67,12 +70,14 @@ impl DataStore {
         }
     }
 
+    /// Writes `buf` at `offset`.
     pub fn write(&mut self, offset: u64, buf: &[u8]) -> Result<()> {
         match self {
             DataStore::Memory(chunks) => {
                 for_chunks(offset, buf.len(), |chunk, within, range| {
                     let src = &buf[range];
                     let whole = src.len() == CHUNK as usize;
+                    debug_assert!(!whole || within == 0, "a whole chunk starts it");
                     if is_zero(src) {
                         if whole {
                             chunks.remove(&chunk);
@@ -107,6 +112,9 @@ impl DataStore {
                     } else if let Some(c) = chunks.get_mut(&chunk) {
                         c[within..within + n].fill(0);
                     }
+                    debug_assert!(chunks
+                        .get(&chunk)
+                        .is_none_or(|c| is_zero(&c[within..within + n])));
                     pos += n as u64;
                 }
                 Ok(())
@@ -198,6 +206,10 @@ fn for_chunks(offset: u64, len: usize, mut f: impl FnMut(u64, usize, std::ops::R
         let pos = offset + done as u64;
         let within = (pos % CHUNK) as usize;
         let n = (CHUNK as usize - within).min(len - done);
+        debug_assert!(
+            n > 0 && within + n <= CHUNK as usize,
+            "a piece stays in its chunk"
+        );
         f(pos / CHUNK, within, done..done + n);
         done += n;
     }

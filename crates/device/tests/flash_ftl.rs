@@ -133,7 +133,11 @@ fn page_mapped_overwrites_force_gc_and_keep_data() {
         let data = [(i % 251) as u8 + 1; 4096];
         d.write(page * 4096, &data).unwrap();
         reference[(page * 4096) as usize..(page * 4096 + 4096) as usize].copy_from_slice(&data);
+        if i % 64 == 0 {
+            d.check_invariants().unwrap();
+        }
     }
+    d.check_invariants().unwrap();
     let s = d.stats();
     assert!(s.gc_page_moves > 0 && s.block_erases > 100, "{s:?}");
     assert!(s.write_amplification() > 1.0);
@@ -197,7 +201,7 @@ proptest! {
             _ => ftl("fast", "channels = 2\nlog_blocks = 3"),
         };
         let mut reference = vec![0u8; 1 << 20];
-        for (sector, n, byte, trim) in ops {
+        for (i, (sector, n, byte, trim)) in ops.into_iter().enumerate() {
             let n = n.min(2048 - sector);
             let (off, len) = (sector * 512, (n * 512) as usize);
             if trim {
@@ -208,7 +212,12 @@ proptest! {
                 d.write(off, &data).unwrap();
                 reference[off as usize..off as usize + len].copy_from_slice(&data);
             }
+            // Release builds check the maps here only (debug builds after GC too).
+            if i % 16 == 15 {
+                prop_assert_eq!(d.check_invariants().map_err(|e| e.to_string()), Ok(()));
+            }
         }
+        prop_assert_eq!(d.check_invariants().map_err(|e| e.to_string()), Ok(()));
         let mut all = vec![0u8; 1 << 20];
         d.read(0, &mut all).unwrap();
         prop_assert!(all == reference);

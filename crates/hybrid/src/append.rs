@@ -50,19 +50,29 @@ impl HybridDevice {
     fn reclaim_one(&mut self, t: &mut Nanos) -> Result<()> {
         let c = self.layout.cache_sectors;
         let pos = self.log.free_tail;
+        assert!(
+            pos < self.log.dirty_tail,
+            "only the clean zone is reclaimed"
+        );
         let (m, mut io) = mio!(self, *t);
         match m.record_at(&mut io, pos % c)? {
             Some(len) => {
                 for slot in pos % c + 1..pos % c + len {
                     if let Some(home) = decode(m.rev_get(&mut io, slot)?).map(|e| e.value) {
-                        if decode(m.fwd_get(&mut io, home)?).map(|e| e.value) == Some(slot) {
+                        let fwd = decode(m.fwd_get(&mut io, home)?).filter(|f| f.value == slot);
+                        if let Some(f) = fwd {
+                            debug_assert!(!f.dirty, "the clean zone holds clean copies");
                             m.fwd_clear(&mut io, home)?;
-                            self.cached_sectors -= 1;
+                            self.counts.remove(f);
                         }
                         m.rev_clear(&mut io, slot)?;
                     }
                 }
                 m.rev_clear(&mut io, pos % c)?;
+                debug_assert!(
+                    pos + len <= self.log.dirty_tail,
+                    "a clean record ends in the clean zone"
+                );
                 self.log.free_tail = pos + len;
             }
             // The unused end of a lap.
@@ -88,6 +98,7 @@ impl HybridDevice {
                 pos = (pos / c + 1) * c;
             }
             if pos + need <= self.log.free_tail + c {
+                debug_assert!(pos >= self.log.head && pos % c + need <= c);
                 return Ok(Some(pos));
             }
             if self.log.free_tail < self.log.dirty_tail {
@@ -141,6 +152,10 @@ impl HybridDevice {
             return Ok(None);
         };
         let idx = pos % c;
+        assert!(
+            idx + k < c,
+            "a record never straddles the end of the region"
+        );
         let dirty = kind == Kind::Data;
         let (m, mut io) = mio!(self, *t);
         if k > 0 {
@@ -149,13 +164,11 @@ impl HybridDevice {
                 for home in home0..home0 + n {
                     if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
                         m.rev_clear(&mut io, old.value)?;
-                        self.cached_sectors -= 1;
-                        self.dirty_sectors -= u64::from(old.unflushed());
+                        self.counts.remove(old);
                     }
                     m.fwd_set(&mut io, home, encode(slot, dirty, missing))?;
                     m.rev_set(&mut io, slot, encode(home, dirty, missing))?;
-                    self.cached_sectors += 1;
-                    self.dirty_sectors += u64::from(dirty);
+                    self.counts.add(dirty);
                     slot += 1;
                 }
             }
@@ -176,6 +189,11 @@ impl HybridDevice {
         self.log.head = pos + k + 1;
         self.realign = false;
         let mut buf = header.encode(s);
+        debug_assert_eq!(
+            Header::decode(&buf).as_ref(),
+            Some(&header),
+            "the header reads back"
+        );
         buf.extend_from_slice(data);
         Ok(Some(self.ssd.write_at(
             *t,

@@ -1,7 +1,8 @@
-//! Consistency checks of the maps and the log, for tests (they read
-//! swapped-out tablets, which costs SSD time): the kind of state a stale
+//! Consistency checks of the maps and the log: the kind of state a stale
 //! map entry or mask would leave behind shows up here before it shows up as
-//! wrong data.
+//! wrong data. Tests call [`HybridDevice::check_invariants`] (it reads
+//! swapped-out tablets, which costs SSD time); debug builds run the checks
+//! after flush rounds ([`HybridDevice::audit_round`]).
 
 use flashkv_device::BlockDevice;
 
@@ -9,14 +10,44 @@ use crate::device::HybridDevice;
 use crate::error::Result;
 use crate::maps::{decode, encode, encode_flushed, Entry};
 
+/// How often debug builds check the maps after a flush round.
+pub(crate) struct Audit {
+    rounds: u64,
+    every: u64,
+}
+
+impl Audit {
+    /// Checking walks the log and every tablet: on a large cache, only
+    /// every so many rounds, so it costs about an eighth of a round's work.
+    pub fn new(cache_sectors: u64, map_slots: u64, round_sectors: u64) -> Self {
+        let cost = cache_sectors + map_slots * crate::tablets::FANOUT as u64;
+        Audit {
+            rounds: 0,
+            every: (cost / (8 * round_sectors.max(1))).max(1),
+        }
+    }
+}
+
 impl HybridDevice {
-    /// Panics if the log's positions are out of order, if a reverse entry
-    /// and the forward entry of its home disagree, if a forward entry has no
-    /// reverse entry, if a copy's state does not fit where its record lies
-    /// (dirty only past the durable tail, unflushed only past the flushed
-    /// tail), or if the counters differ from the entries.
-    #[doc(hidden)]
-    pub fn check_invariants(&mut self) -> Result<()> {
+    /// After a flush round, in debug builds (the test profile has them on):
+    /// the log's positions and the counters every round; the maps against
+    /// the log every few rounds, where every tablet fits in memory, so the
+    /// check reads nothing from the SSD and changes nothing a test counts.
+    pub(crate) fn audit_round(&mut self) -> Result<()> {
+        if !cfg!(debug_assertions) {
+            return Ok(());
+        }
+        self.check_log();
+        self.audit.rounds += 1;
+        if self.maps.tabs.never_swaps() && self.audit.rounds % self.audit.every == 0 {
+            self.check_invariants()?;
+        }
+        Ok(())
+    }
+
+    /// The log's positions are in order, the sequence numbers fit them, and
+    /// the counters fit the cache. Reads nothing.
+    pub(crate) fn check_log(&self) {
         let l = self.log;
         let c = self.layout.cache_sectors;
         assert!(
@@ -34,6 +65,23 @@ impl HybridDevice {
             l.floor_saved || l.next_seq == l.seq_floor,
             "appended before the floor was saved: {l:?}"
         );
+        let k = self.counts;
+        assert!(
+            k.dirty <= k.cached && k.cached <= l.head - l.free_tail,
+            "counters {k:?} do not fit the log {l:?}"
+        );
+    }
+
+    /// Panics if the log's positions are out of order, if a reverse entry
+    /// and the forward entry of its home disagree, if a forward entry has no
+    /// reverse entry, if a copy's state does not fit where its record lies
+    /// (dirty only past the durable tail, unflushed only past the flushed
+    /// tail), or if the counters differ from the entries.
+    #[doc(hidden)]
+    pub fn check_invariants(&mut self) -> Result<()> {
+        self.check_log();
+        let l = self.log;
+        let c = self.layout.cache_sectors;
         let full = self.full_mask();
         let (mut cached, mut dirty) = (0, 0);
         let now = self.clock();
@@ -72,7 +120,7 @@ impl HybridDevice {
         }
         assert_eq!(
             (cached, dirty),
-            (self.cached_sectors, self.dirty_sectors),
+            (self.counts.cached, self.counts.dirty),
             "counters"
         );
         let (m, mut io) = mio!(self, now);

@@ -37,10 +37,12 @@ pub struct HybridDevice {
     pub(crate) bg_until: Nanos,
     host: DeviceStats,
     pub(crate) st: HybridStats,
-    pub(crate) dirty_sectors: u64,
-    pub(crate) cached_sectors: u64,
+    /// Cached units, and how many are unflushed.
+    pub(crate) counts: crate::maps::Counts,
     /// The flush worker's round in progress.
     pub(crate) round: Option<crate::flush::Round>,
+    /// When debug builds check the maps after a round.
+    pub(crate) audit: crate::check::Audit,
     /// Set when the dirty span passes the high watermark, cleared below the low one.
     pressure: bool,
     /// Set after a write outside the log: the next record starts on a boundary.
@@ -67,6 +69,7 @@ impl Span {
         }
     }
     pub(crate) fn add(&mut self, c: Completion) {
+        debug_assert!(c.start <= c.end, "a completion ends after it starts");
         self.start = self.start.min(c.start);
         self.end = self.end.max(c.end);
         self.energy_nj += c.energy_nj;
@@ -104,6 +107,11 @@ impl HybridDevice {
                 layout.sector
             )));
         }
+        debug_assert_eq!(
+            layout.sector % host_sector,
+            0,
+            "a unit holds whole host sectors"
+        );
         Ok(HybridDevice {
             router: Router::new(opts.size_threshold, opts.seq_threshold),
             hot: HotReads::new(opts.promote_after, opts.promote_table),
@@ -114,9 +122,13 @@ impl HybridDevice {
                 cache_bytes: layout.cache_sectors * layout.sector,
                 ..HybridStats::default()
             },
-            dirty_sectors: 0,
-            cached_sectors: 0,
+            counts: crate::maps::Counts::new(layout.cache_sectors),
             round: None,
+            audit: crate::check::Audit::new(
+                layout.cache_sectors,
+                layout.map_slots,
+                opts.round_bytes / layout.sector,
+            ),
             pressure: false,
             realign: true,
             costs: crate::flush::ReadCosts::default(),
@@ -141,10 +153,12 @@ impl HybridDevice {
         (self.ssd, self.hdd)
     }
 
+    /// Where the superblocks, the mapping region and the cache are on the SSD.
     pub fn layout(&self) -> Layout {
         self.layout
     }
 
+    /// The run-time policy the device was opened with.
     pub fn options(&self) -> &Options {
         &self.opts
     }
@@ -153,8 +167,8 @@ impl HybridDevice {
     pub fn hybrid_stats(&self) -> HybridStats {
         let s = self.layout.sector;
         let mut st = self.st.clone();
-        st.dirty_bytes = self.dirty_sectors * s;
-        st.cached_bytes = self.cached_sectors * s;
+        st.dirty_bytes = self.counts.dirty * s;
+        st.cached_bytes = self.counts.cached * s;
         st.dirty_span_bytes = (self.log.head - self.log.flushed_tail) * s;
         let read = st.read_hit_bytes + st.read_miss_bytes;
         st.read_hit_ratio = if read == 0 {
@@ -182,11 +196,13 @@ impl HybridDevice {
     /// Longest record the log takes, in data sectors.
     pub(crate) fn max_record(&self) -> u64 {
         let most = (self.layout.cache_sectors / 8).min(crate::record::MAX_EXTENT_LEN);
+        debug_assert!(most >= 1, "a cache of at least 8 sectors");
         (self.opts.max_flush_write / self.layout.sector).clamp(1, most)
     }
 
     /// The missing mask of a copy holding none of its unit.
     pub(crate) fn full_mask(&self) -> u8 {
+        debug_assert!(self.layout.sector / self.host_sector <= 8);
         ((1u16 << (self.layout.sector / self.host_sector)) - 1) as u8
     }
 
@@ -196,6 +212,9 @@ impl HybridDevice {
         let start = at.max(self.bg_until);
         let end = self.flush_work(start, Budget::All)?;
         let end = self.commit(end)?;
+        // Everything is on the HDD and the superblock says so.
+        debug_assert_eq!(self.counts.dirty, 0, "a drain leaves nothing dirty");
+        debug_assert!(self.log.dirty_tail == self.log.head, "{:?}", self.log);
         self.bg_until = self.bg_until.max(end);
         self.clock = self.clock.max(end);
         Ok(Completion {
@@ -243,7 +262,7 @@ impl HybridDevice {
             Some(e) => {
                 m.fwd_clear(&mut io, home)?;
                 m.rev_clear(&mut io, e.value)?;
-                self.cached_sectors -= 1;
+                self.counts.remove(e);
                 false
             }
             None => false,
@@ -257,6 +276,7 @@ impl HybridDevice {
     /// never reads the HDD.
     pub(crate) fn write_inner(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
         let len = buf.len() as u64;
+        debug_assert!(offset % self.host_sector == 0 && len % self.host_sector == 0);
         self.idle_work(at)?;
         let u = self.layout.sector;
         let (first, end) = (offset / u, (offset + len).div_ceil(u));
@@ -304,6 +324,7 @@ impl HybridDevice {
         let len = buf.len() as u64;
         self.idle_work(at)?;
         let s = self.layout.sector;
+        debug_assert!(offset % s == 0 && len % s == 0, "whole units");
         let (v, n) = (offset / s, len / s);
         let mut t = at;
         // Runs of units: (first unit index, count, cache slot or None for the HDD).
@@ -333,6 +354,11 @@ impl HybridDevice {
             }
             t = io.t;
         }
+        debug_assert_eq!(
+            runs.iter().map(|r| r.1).sum::<u64>(),
+            n,
+            "the runs cover the read"
+        );
         let mut span = Span::new(at);
         for &(i, cnt, slot) in &runs {
             let part = &mut buf[(i * s) as usize..((i + cnt) * s) as usize];
@@ -388,6 +414,7 @@ impl HybridDevice {
     pub(crate) fn trim_inner(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
         self.idle_work(at)?;
         let s = self.layout.sector;
+        debug_assert!(offset % s == 0 && len % s == 0, "whole units");
         let (v, n) = (offset / s, len / s);
         let mut t = at;
         let mut dirty: Vec<(u64, u64, u8)> = Vec::new();
@@ -397,8 +424,7 @@ impl HybridDevice {
                 if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                     m.fwd_clear(&mut io, home)?;
                     m.rev_clear(&mut io, e.value)?;
-                    self.cached_sectors -= 1;
-                    self.dirty_sectors -= u64::from(e.unflushed());
+                    self.counts.remove(e);
                     if e.dirty {
                         match dirty.last_mut() {
                             Some((h, k, _)) if *h + *k == home => *k += 1,

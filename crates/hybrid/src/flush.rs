@@ -165,6 +165,10 @@ impl HybridDevice {
             at += (len * s) as usize;
         }
         *t = io.t;
+        debug_assert!(
+            end <= self.log.head && end > first,
+            "a round takes some of the log"
+        );
         todo.sort_unstable();
         let mut round = Round {
             recs,
@@ -212,6 +216,7 @@ impl HybridDevice {
     /// sectors one by one (and fits the worker's buffer).
     fn read_whole(&self, round: &Round) -> bool {
         let span: u64 = round.recs.iter().map(|r| r.1 * self.layout.sector).sum();
+        debug_assert!(round.todo.len() as u64 * self.layout.sector <= span);
         if span > MAX_WHOLE_READ {
             return false;
         }
@@ -250,6 +255,7 @@ impl HybridDevice {
             at += bytes;
             i = j;
         }
+        debug_assert_eq!(at, round.buf.len(), "the reads fill the round's buffer");
         round.ready = *t;
         Ok(())
     }
@@ -289,13 +295,14 @@ impl HybridDevice {
             self.st.flush_writes += 1;
             x = y;
         }
+        debug_assert!(bytes > 0, "a run writes back at least a sector");
         let (m, mut io) = mio!(self, *ssd_t);
         for &(home, slot, _, missing) in &run {
             m.rev_set(&mut io, slot, encode_flushed(home, missing))?;
             m.fwd_set(&mut io, home, encode_flushed(slot, missing))?;
         }
         *ssd_t = io.t;
-        self.dirty_sectors -= run.len() as u64;
+        self.counts.written_back(run.len() as u64);
         self.st.flush_bytes += bytes;
         Ok(bytes)
     }
@@ -327,6 +334,11 @@ impl HybridDevice {
             }
         }
         *ssd_t = io.t;
+        debug_assert!(
+            run.windows(2).all(|w| w[1].0 == w[0].0 + 1),
+            "a run is of neighbouring units"
+        );
+        debug_assert!(run.len() <= max_run);
         Ok(run)
     }
 
@@ -359,6 +371,7 @@ impl HybridDevice {
             }
             k = l;
         }
+        debug_assert!(*ssd_t >= issue);
         Ok(data)
     }
 
@@ -377,14 +390,20 @@ impl HybridDevice {
                 .filter(|h| h.len() == len && h.format_id == self.log.format_id)
                 .ok_or(HybridError::Corrupt {
                     what: "log record header",
-                    offset,
+                    location: offset,
                 })?;
             self.log.flushed_prev_seq = h.seq;
         }
+        debug_assert!(
+            round.next == round.todo.len(),
+            "the whole round is written back"
+        );
+        debug_assert!(round.end > self.log.flushed_tail && round.end <= self.log.head);
         self.log.flushed_tail = round.end;
         if self.log.flushed_tail - self.log.dirty_tail >= c / 8 {
             t = self.commit(t)?;
         }
+        self.audit_round()?;
         Ok(t)
     }
 
@@ -435,6 +454,7 @@ impl HybridDevice {
         tail: u64,
         tail_prev_seq: u64,
     ) -> Result<Nanos> {
+        debug_assert!(tail >= self.log.free_tail && tail <= self.log.head);
         let sb = Superblock {
             layout: self.layout,
             format_id: self.log.format_id,

@@ -36,13 +36,17 @@ pub struct Layout {
     /// The mapping unit ("sector" of the maps and the log): 4 KiB, or the
     /// larger of the devices' sectors.
     pub sector: u64,
+    /// The SSD's capacity, bytes.
     pub ssd_capacity: u64,
     /// Capacity the hybrid exposes: the HDD's, in whole sectors.
     pub capacity: u64,
+    /// Byte offset of the mapping region on the SSD.
     pub map_start: u64,
     /// Tablet slots in the mapping region.
     pub map_slots: u64,
+    /// Byte offset of the cache region (the log) on the SSD.
     pub cache_start: u64,
+    /// Sectors of the cache region.
     pub cache_sectors: u64,
     /// Alignment of the cache region, bytes: after a write outside the log
     /// the next record starts on such a boundary (see `next_boundary`).
@@ -60,6 +64,38 @@ fn tree_bound(keys: u64, entries: u64) -> u64 {
         span *= FANOUT as u64;
     }
     total
+}
+
+/// The largest cache for which both it and the mapping region that serves
+/// it fit an SSD of `capacity` bytes: the mapping region must hold the
+/// worst case (up to one forward leaf per cached sector on a small SSD).
+/// Returns the cache's sectors, the region's tablet slots, and where the
+/// cache starts (aligned to `align`).
+fn cache_fit(capacity: u64, vsectors: u64, sector: u64, align: u64) -> (u64, u64, u64) {
+    let start_for = |c: u64| {
+        let slots = tree_bound(vsectors, c) + tree_bound(c, c);
+        (
+            slots,
+            (MAP_START + slots * TABLET_BYTES).div_ceil(align) * align,
+        )
+    };
+    let fits = |c: u64| start_for(c).1 + c * sector <= capacity;
+    let (mut lo, mut hi) = (0, capacity / sector);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    let (map_slots, cache_start) = start_for(lo);
+    debug_assert!(cache_start % align == 0 && cache_start >= MAP_START + map_slots * TABLET_BYTES);
+    debug_assert!(
+        lo == 0 || cache_start + lo * sector <= capacity,
+        "the cache fits the SSD"
+    );
+    (lo, map_slots, cache_start)
 }
 
 impl Layout {
@@ -90,28 +126,8 @@ impl Layout {
         // whole erase blocks only streams writes that begin at a block start.
         let align = (ssd.capacity / 64).clamp(sector, MAX_ALIGN);
         let align: u64 = 1 << (63 - align.leading_zeros());
-        // The mapping region must hold the worst case for the cache it serves
-        // (up to one forward leaf per cached sector on a small SSD): take the
-        // largest cache for which both fit.
-        let start_for = |c: u64| {
-            let slots = tree_bound(vsectors, c) + tree_bound(c, c);
-            (
-                slots,
-                (MAP_START + slots * TABLET_BYTES).div_ceil(align) * align,
-            )
-        };
-        let fits = |c: u64| start_for(c).1 + c * sector <= ssd.capacity;
-        let (mut lo, mut hi) = (0, ssd.capacity / sector);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        let cache_sectors = lo;
-        let (map_slots, cache_start) = start_for(cache_sectors);
+        let (cache_sectors, map_slots, cache_start) =
+            cache_fit(ssd.capacity, vsectors, sector, align);
         if cache_sectors < MIN_CACHE_SECTORS {
             return Err(HybridError::Layout(format!(
                 "SSD of {} bytes leaves {cache_sectors} cache sectors after {} mapping tablets; need {MIN_CACHE_SECTORS}",
@@ -137,7 +153,9 @@ impl Layout {
         let c = self.cache_sectors;
         let step = (self.align / self.sector).max(1);
         let lap = pos - pos % c;
-        (lap + (pos % c / step + 1) * step).min(lap + c)
+        let next = (lap + (pos % c / step + 1) * step).min(lap + c);
+        debug_assert!(next > pos && self.on_boundary(next), "{pos} -> {next}");
+        next
     }
 
     /// Whether a record may start at `pos` after a gap.
@@ -147,6 +165,11 @@ impl Layout {
 
     /// SSD byte offset of cache index `idx`.
     pub fn cache_offset(&self, idx: u64) -> u64 {
+        debug_assert!(
+            idx < self.cache_sectors,
+            "cache index {idx} of {}",
+            self.cache_sectors
+        );
         self.cache_start + idx * self.sector
     }
 }
@@ -212,6 +235,11 @@ impl Superblock {
         }
         let crc = crc32c::crc32c(&b[..at]);
         b[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(
+            Superblock::decode(&b).as_ref(),
+            Some(self),
+            "the superblock reads back"
+        );
         b
     }
 

@@ -53,6 +53,9 @@
 //! assert_eq!(dev.hybrid_stats().ssd_write_requests, 1);
 //! ```
 
+#![deny(missing_docs)]
+#![deny(clippy::unwrap_used)]
+
 /// The maps and an I/O cursor on the SSD at time `$t`, borrowed apart from
 /// the device's other fields.
 macro_rules! mio {

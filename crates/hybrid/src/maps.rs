@@ -49,12 +49,62 @@ pub(crate) fn decode(e: u64) -> Option<Entry> {
 
 pub(crate) fn encode(value: u64, dirty: bool, missing: u8) -> u64 {
     debug_assert!(value < VALUE);
+    debug_assert!(missing != u8::MAX, "a copy holds at least one sector");
     (value + 1) | if dirty { DIRTY } else { 0 } | u64::from(missing) << MISSING_SHIFT
 }
 
 /// Dirty (still replayed by recovery) but already on the HDD.
 pub(crate) fn encode_flushed(value: u64, missing: u8) -> u64 {
     encode(value, true, missing) | FLUSHED
+}
+
+/// Cached units and how many of them are unflushed (what `cached_bytes` and
+/// `dirty_bytes` report), kept with every map change and checked at each:
+/// a miscount shows here long before the maps disagree with the log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    pub cached: u64,
+    pub dirty: u64,
+    /// Slots in the cache: no more units can be cached.
+    limit: u64,
+}
+
+impl Counts {
+    pub fn new(limit: u64) -> Self {
+        Counts {
+            cached: 0,
+            dirty: 0,
+            limit,
+        }
+    }
+
+    /// A unit was mapped to a slot, dirty or clean.
+    pub fn add(&mut self, dirty: bool) {
+        assert!(self.cached < self.limit, "more units cached than slots");
+        self.cached += 1;
+        self.dirty += u64::from(dirty);
+        debug_assert!(self.dirty <= self.cached);
+    }
+
+    /// The copy `e` was unmapped.
+    pub fn remove(&mut self, e: Entry) {
+        let unflushed = u64::from(e.unflushed());
+        assert!(self.cached > 0, "a copy uncached from an empty cache");
+        assert!(self.dirty >= unflushed, "an unflushed copy nobody counted");
+        self.cached -= 1;
+        self.dirty -= unflushed;
+        debug_assert!(self.dirty <= self.cached);
+    }
+
+    /// `n` unflushed copies were written back to the HDD.
+    pub fn written_back(&mut self, n: u64) {
+        assert!(
+            self.dirty >= n,
+            "wrote back {n} of {} dirty copies",
+            self.dirty
+        );
+        self.dirty -= n;
+    }
 }
 
 pub(crate) struct Maps {
@@ -98,10 +148,14 @@ impl Maps {
     /// Record header entry: length in sectors, if `slot` starts a record.
     pub fn record_at(&mut self, io: &mut Io, slot: u64) -> Result<Option<u64>> {
         let e = self.rev_get(io, slot)?;
-        Ok((e & HEADER != 0).then_some(e & VALUE))
+        let len = (e & HEADER != 0).then_some(e & VALUE);
+        debug_assert!(len != Some(0), "a record holds its header");
+        Ok(len)
     }
 
+    /// Marks `slot` as the header of a record of `len` sectors.
     pub fn set_record(&mut self, io: &mut Io, slot: u64, len: u64) -> Result<()> {
+        debug_assert!((1..VALUE).contains(&len), "record of {len} sectors");
         self.rev_set(io, slot, HEADER | len)
     }
 }

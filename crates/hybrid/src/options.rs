@@ -83,6 +83,8 @@ impl Options {
     }
 
     pub(crate) fn resident_tablets(&self) -> usize {
-        (self.memory_limit / TABLET_BYTES) as usize
+        let n = (self.memory_limit / TABLET_BYTES) as usize;
+        debug_assert!(n >= 8, "validate() asks for 8 tablets");
+        n
     }
 }

@@ -15,7 +15,9 @@ impl HybridDevice {
     fn units(&self, offset: u64, len: u64) -> (u64, u64) {
         let u = self.layout.sector;
         let a = offset / u * u;
-        (a, (offset + len).div_ceil(u) * u - a)
+        let n = (offset + len).div_ceil(u) * u - a;
+        debug_assert!(a <= offset && offset + len <= a + n && n % u == 0);
+        (a, n)
     }
 
     pub(crate) fn read_range(
@@ -52,6 +54,7 @@ impl HybridDevice {
         let lo = offset.max(unit * u).min((unit + 1) * u);
         let hi = end.clamp(lo, (unit + 1) * u);
         let (a, b) = ((lo - unit * u) / hs, (hi - unit * u) / hs);
+        debug_assert!(a <= b && b <= 8, "sectors {a}..{b} of a unit");
         (((1u16 << b) - 1) & !((1u16 << a) - 1)) as u8
     }
 
@@ -68,6 +71,7 @@ impl HybridDevice {
     ) -> Result<()> {
         let u = self.layout.sector;
         let end = offset + data.len() as u64;
+        assert!(!data.is_empty(), "a write of no data logs nothing");
         let (first, last) = (offset / u, (end - 1) / u);
         let mut whole = vec![0u8; ((last - first + 1) * u) as usize];
         let full = self.full_mask();
@@ -113,6 +117,11 @@ impl HybridDevice {
         if missing[1] != 0 && last > first {
             extents.push((last, 1, missing[1]));
         }
+        debug_assert_eq!(
+            extents.iter().map(|e| e.1).sum::<u64>(),
+            last - first + 1,
+            "the extents cover the units written"
+        );
         self.st.partial_units += extents.iter().filter(|e| e.2 != 0).count() as u64;
         self.append_data(t, &extents, &whole, data.len() as u64, span)
     }
@@ -134,6 +143,10 @@ impl HybridDevice {
                     .read_at(t, self.layout.cache_offset(slot), &mut copy)?,
             );
             let unit = &mut buf[i as usize * u..(i as usize + 1) * u];
+            debug_assert!(
+                missing != 0 && missing != self.full_mask(),
+                "cached in part"
+            );
             for k in (0..u / hs).filter(|k| missing >> k & 1 == 0) {
                 unit[k * hs..(k + 1) * hs].copy_from_slice(&copy[k * hs..(k + 1) * hs]);
                 self.st.read_hit_bytes += hs as u64;

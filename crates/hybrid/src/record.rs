@@ -40,6 +40,10 @@ pub(crate) struct Header {
 
 /// How many extents fit in a header sector.
 pub(crate) fn max_extents(sector: u64) -> usize {
+    debug_assert!(
+        sector as usize >= FIXED + 4 + EXTENT,
+        "a header holds an extent"
+    );
     (sector as usize - FIXED - 4) / EXTENT
 }
 
@@ -65,6 +69,10 @@ impl Header {
         let end = b.len() - 4;
         let crc = crc32c::crc32c(&b[..end]);
         b[end..].copy_from_slice(&crc.to_le_bytes());
+        debug_assert!(
+            self.data_sectors <= u64::from(u32::MAX),
+            "the length field holds it"
+        );
         b
     }
 

@@ -30,6 +30,7 @@ fn read_superblock(
         let mut b = vec![0u8; sector as usize];
         end = end.max(ssd.read_at(at, off, &mut b)?.end);
         if let Some(sb) = Superblock::decode(&b) {
+            debug_assert_eq!(sb.slot_offset(), off, "a superblock lies in its own slot");
             if best.is_none_or(|x| sb.sb_seq > x.sb_seq) {
                 best = Some(sb);
             }
@@ -157,6 +158,7 @@ impl HybridDevice {
             *t = r.end;
             *scanned += n * s;
         }
+        debug_assert!(pos >= w.pos && pos + sectors <= w.pos + w.buf.len() as u64 / s);
         let at = ((pos - w.pos) * s) as usize;
         Ok(&w.buf[at..at + (sectors * s) as usize])
     }
@@ -249,6 +251,10 @@ impl HybridDevice {
                 }
             }
             let Some(h) = h else { break };
+            debug_assert!(
+                h.seq > last && pos + h.len() <= limit,
+                "a valid record continues the chain"
+            );
             self.apply(&mut t, pos, &h)?;
             report.records += 1;
             last = h.seq;
@@ -258,7 +264,8 @@ impl HybridDevice {
         self.log.last_seq = last;
         self.log.next_seq = self.session_seq(&mut t, last, &mut report.scanned_bytes)?;
         self.log.seq_floor = self.log.next_seq;
-        report.dirty_sectors = self.dirty_sectors;
+        self.check_log();
+        report.dirty_sectors = self.counts.dirty;
         self.bg_until = t;
         Ok(report)
     }
@@ -281,7 +288,7 @@ impl HybridDevice {
         };
         next.ok_or(HybridError::Corrupt {
             what: "log sequence number",
-            offset: self.layout.cache_start,
+            location: self.layout.cache_start,
         })
     }
 
@@ -318,13 +325,11 @@ impl HybridDevice {
                     let slot = idx + 1 + i as u64;
                     if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
                         m.rev_clear(&mut io, old.value)?;
-                        self.cached_sectors -= 1;
-                        self.dirty_sectors -= u64::from(old.unflushed());
+                        self.counts.remove(old);
                     }
                     m.fwd_set(&mut io, home, encode(slot, true, missing))?;
                     m.rev_set(&mut io, slot, encode(home, true, missing))?;
-                    self.cached_sectors += 1;
-                    self.dirty_sectors += 1;
+                    self.counts.add(true);
                 }
             }
             // Promoted copies are clean; the HDD has the data.
@@ -335,8 +340,7 @@ impl HybridDevice {
                         if let Some(e) = decode(m.fwd_get(&mut io, home)?) {
                             m.fwd_clear(&mut io, home)?;
                             m.rev_clear(&mut io, e.value)?;
-                            self.cached_sectors -= 1;
-                            self.dirty_sectors -= u64::from(e.unflushed());
+                            self.counts.remove(e);
                         }
                     }
                 }

@@ -22,18 +22,25 @@ pub enum Timing {
 /// from a histogram, within 0.1 %.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Latency {
+    /// Requests.
     pub count: u64,
+    /// Exact mean.
     pub mean_ns: f64,
+    /// Median.
     pub p50_ns: Nanos,
+    /// 95th percentile.
     pub p95_ns: Nanos,
+    /// 99th percentile.
     pub p99_ns: Nanos,
+    /// 99.9th percentile.
     pub p999_ns: Nanos,
+    /// Exact maximum.
     pub max_ns: Nanos,
 }
 
 impl Latency {
     fn of(l: &Latencies) -> Self {
-        Latency {
+        let lat = Latency {
             count: l.count(),
             mean_ns: l.mean(),
             p50_ns: l.quantile(0.50),
@@ -41,7 +48,9 @@ impl Latency {
             p99_ns: l.quantile(0.99),
             p999_ns: l.quantile(0.999),
             max_ns: l.max(),
-        }
+        };
+        debug_assert!(lat.p50_ns <= lat.p99_ns && lat.p99_ns <= lat.max_ns);
+        lat
     }
 }
 
@@ -134,33 +143,47 @@ impl DeviceMap {
 /// What one trace device's requests amounted to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceSplit {
+    /// The trace's device number.
     pub device: u32,
     /// Where its range starts on the target.
     pub offset: u64,
+    /// Read requests.
     pub reads: u64,
+    /// Write requests.
     pub writes: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
+    /// Requests folded back into the device's range.
     pub folded: u64,
 }
 
 /// What a replay did. `reads + writes + skipped == records`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ReplayReport {
+    /// Trace records replayed.
     pub records: u64,
+    /// Read requests issued.
     pub reads: u64,
+    /// Write requests issued.
     pub writes: u64,
     /// Zero-length records.
     pub skipped: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
     /// Records whose range was past their device's end and was folded back
     /// into it (by whole 4 KiB units, so alignment to 4 KiB is kept).
     pub folded: u64,
     /// Requests and bytes per trace device, ascending.
     pub per_device: Vec<DeviceSplit>,
+    /// Latencies of every request.
     pub latency: Latency,
+    /// Latencies of reads.
     pub read_latency: Latency,
+    /// Latencies of writes.
     pub write_latency: Latency,
     /// Virtual time from the first issue to the last completion.
     pub makespan_ns: Nanos,
@@ -226,46 +249,76 @@ where
     I: IntoIterator,
     I::Item: Borrow<TraceRecord>,
 {
-    let g = dev.geometry();
-    let mut split: BTreeMap<u32, DeviceSplit> = BTreeMap::new();
-    let sector = u64::from(g.sector_size);
-    let base = dev.clock();
-    // Zeros to write and room to read into, grown to the largest request.
-    let (mut zeros, mut scratch): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
-    let (mut all, mut reads, mut writes) = (
-        Latencies::default(),
-        Latencies::default(),
-        Latencies::default(),
-    );
-    let mut rep = ReplayReport {
-        records: 0,
-        reads: 0,
-        writes: 0,
-        skipped: 0,
-        read_bytes: 0,
-        write_bytes: 0,
-        folded: 0,
-        per_device: Vec::new(),
-        latency: Latency::default(),
-        read_latency: Latency::default(),
-        write_latency: Latency::default(),
-        makespan_ns: 0,
-        iops: 0.0,
-        mb_per_s: 0.0,
-        device: DeviceStats::default(),
-    };
-    let mut first: Option<Nanos> = None;
-    let mut last_end = base;
+    let mut run = Run::new(dev, timing);
     for r in records {
         let r: &TraceRecord = r.borrow();
-        rep.records += 1;
-        let (start, window) = map.window(r.device, g.capacity)?;
-        let Some((offset, len, folded)) = place(r, sector, window) else {
-            rep.skipped += 1;
-            continue;
+        run.rep.records += 1;
+        if let Some((offset, len)) = run.place(r, map)? {
+            run.issue(r, offset, len)?;
+        }
+    }
+    Ok(run.report())
+}
+
+/// A replay in progress: its counts, latencies and buffers.
+struct Run<'a> {
+    dev: &'a mut dyn BlockDevice,
+    timing: Timing,
+    sector: u64,
+    capacity: u64,
+    /// The device's clock when the replay started.
+    base: Nanos,
+    split: BTreeMap<u32, DeviceSplit>,
+    /// Zeros to write and room to read into, grown to the largest request.
+    zeros: Vec<u8>,
+    scratch: Vec<u8>,
+    all: Latencies,
+    reads: Latencies,
+    writes: Latencies,
+    rep: ReplayReport,
+    first: Option<Nanos>,
+    last_end: Nanos,
+}
+
+impl<'a> Run<'a> {
+    fn new(dev: &'a mut dyn BlockDevice, timing: Timing) -> Self {
+        let g = dev.geometry();
+        let base = dev.clock();
+        Run {
+            dev,
+            timing,
+            sector: u64::from(g.sector_size),
+            capacity: g.capacity,
+            base,
+            split: BTreeMap::new(),
+            zeros: Vec::new(),
+            scratch: Vec::new(),
+            all: Latencies::default(),
+            reads: Latencies::default(),
+            writes: Latencies::default(),
+            rep: ReplayReport::default(),
+            first: None,
+            last_end: base,
+        }
+    }
+
+    /// Where record `r` goes on the device, counted against its trace
+    /// device; `None` (counted as skipped) when it has no bytes.
+    fn place(
+        &mut self,
+        r: &TraceRecord,
+        map: &DeviceMap,
+    ) -> flashkv_device::Result<Option<(u64, u64)>> {
+        let (start, window) = map.window(r.device, self.capacity)?;
+        let Some((offset, len, folded)) = place(r, self.sector, window) else {
+            self.rep.skipped += 1;
+            return Ok(None);
         };
-        let offset = start + offset;
-        let d = split.entry(r.device).or_insert_with(|| DeviceSplit {
+        debug_assert!(
+            offset + len <= window,
+            "a record stays in its device's window"
+        );
+        let d = self.split.entry(r.device).or_insert_with(|| DeviceSplit {
             device: r.device,
             offset: start,
             ..DeviceSplit::default()
@@ -276,45 +329,63 @@ where
         } else {
             (d.reads, d.read_bytes) = (d.reads + 1, d.read_bytes + len);
         }
-        rep.folded += u64::from(folded);
-        let at = match timing {
-            Timing::AsTraced => base.saturating_add(r.time_ns),
-            Timing::BackToBack => dev.clock(),
+        self.rep.folded += u64::from(folded);
+        Ok(Some((start + offset, len)))
+    }
+
+    /// Issues `r` as a request of `len` bytes at `offset`, at its trace
+    /// time or when the device is free, and records its latency.
+    fn issue(&mut self, r: &TraceRecord, offset: u64, len: u64) -> flashkv_device::Result<()> {
+        let at = match self.timing {
+            Timing::AsTraced => self.base.saturating_add(r.time_ns),
+            Timing::BackToBack => self.dev.clock(),
         };
         let n = len as usize;
         let c = if r.write {
-            rep.writes += 1;
-            rep.write_bytes += len;
-            if zeros.len() < n {
-                zeros.resize(n, 0);
+            self.rep.writes += 1;
+            self.rep.write_bytes += len;
+            if self.zeros.len() < n {
+                self.zeros.resize(n, 0);
             }
-            dev.write_at(at, offset, &zeros[..n])?
+            self.dev.write_at(at, offset, &self.zeros[..n])?
         } else {
-            rep.reads += 1;
-            rep.read_bytes += len;
-            if scratch.len() < n {
-                scratch.resize(n, 0);
+            self.rep.reads += 1;
+            self.rep.read_bytes += len;
+            if self.scratch.len() < n {
+                self.scratch.resize(n, 0);
             }
-            dev.read_at(at, offset, &mut scratch[..n])?
+            self.dev.read_at(at, offset, &mut self.scratch[..n])?
         };
         let lat = c.end.saturating_sub(at);
-        all.record(lat);
-        if r.write { &mut writes } else { &mut reads }.record(lat);
-        first.get_or_insert(at);
-        last_end = last_end.max(c.end);
+        self.all.record(lat);
+        if r.write {
+            &mut self.writes
+        } else {
+            &mut self.reads
+        }
+        .record(lat);
+        self.first.get_or_insert(at);
+        self.last_end = self.last_end.max(c.end);
+        Ok(())
     }
-    rep.per_device = split.into_values().collect();
-    rep.latency = Latency::of(&all);
-    rep.read_latency = Latency::of(&reads);
-    rep.write_latency = Latency::of(&writes);
-    rep.makespan_ns = last_end - first.unwrap_or(last_end);
-    if rep.makespan_ns > 0 {
-        let secs = rep.makespan_ns as f64 / 1e9;
-        rep.iops = (rep.reads + rep.writes) as f64 / secs;
-        rep.mb_per_s = (rep.read_bytes + rep.write_bytes) as f64 / secs / 1e6;
+
+    /// The report: counts, latencies, rates over the makespan.
+    fn report(self) -> ReplayReport {
+        let mut rep = self.rep;
+        debug_assert_eq!(rep.reads + rep.writes + rep.skipped, rep.records);
+        rep.per_device = self.split.into_values().collect();
+        rep.latency = Latency::of(&self.all);
+        rep.read_latency = Latency::of(&self.reads);
+        rep.write_latency = Latency::of(&self.writes);
+        rep.makespan_ns = self.last_end - self.first.unwrap_or(self.last_end);
+        if rep.makespan_ns > 0 {
+            let secs = rep.makespan_ns as f64 / 1e9;
+            rep.iops = (rep.reads + rep.writes) as f64 / secs;
+            rep.mb_per_s = (rep.read_bytes + rep.write_bytes) as f64 / secs / 1e6;
+        }
+        rep.device = self.dev.stats();
+        rep
     }
-    rep.device = dev.stats();
-    Ok(rep)
 }
 
 #[cfg(test)]

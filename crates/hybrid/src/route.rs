@@ -5,7 +5,9 @@ use rustc_hash::FxHashMap;
 /// Where a write goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
+    /// Appended to the SSD's log.
     Ssd,
+    /// Written in place on the HDD.
     Hdd,
 }
 
@@ -21,6 +23,7 @@ pub struct Router {
 }
 
 impl Router {
+    /// A router with the options' thresholds and no run yet.
     pub fn new(size_threshold: u64, seq_threshold: u64) -> Self {
         Router {
             size_threshold,
@@ -38,6 +41,7 @@ impl Router {
             self.run /= 2;
         }
         self.next = Some(offset + len);
+        debug_assert!(self.size_threshold > 0, "validated options");
         if len >= self.size_threshold || self.run >= self.seq_threshold {
             Route::Hdd
         } else {
@@ -82,6 +86,10 @@ impl HotReads {
             // Crude ageing: forget everything rather than keep an LRU of counters.
             self.counts.clear();
         }
+        debug_assert!(
+            self.counts.len() < self.limit.max(1),
+            "the table is bounded"
+        );
         let c = self.counts.entry(offset >> 12).or_insert(0);
         *c += 1;
         if *c >= self.after {

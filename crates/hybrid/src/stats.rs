@@ -19,10 +19,13 @@ pub struct RecoveryReport {
 pub struct HybridStats {
     /// Host write requests (or parts of them) sent to the SSD cache.
     pub ssd_write_requests: u64,
+    /// Host bytes sent to the SSD cache.
     pub ssd_write_bytes: u64,
     /// Host write requests (or parts of them) sent straight to the HDD.
     pub hdd_write_requests: u64,
+    /// Host bytes sent straight to the HDD.
     pub hdd_write_bytes: u64,
+    /// Host read requests.
     pub read_requests: u64,
     /// Read bytes served from the SSD cache.
     pub read_hit_bytes: u64,
@@ -36,13 +39,17 @@ pub struct HybridStats {
     pub cached_bytes: u64,
     /// Log span between the dirty tail and the head, in bytes (what the watermarks watch).
     pub dirty_span_bytes: u64,
+    /// Size of the cache region.
     pub cache_bytes: u64,
-    /// Bytes the flush worker wrote back, the HDD writes it used, its sessions.
+    /// Bytes the flush worker wrote back.
     pub flush_bytes: u64,
+    /// HDD writes the flush worker used.
     pub flush_writes: u64,
+    /// Flush sessions in idle time.
     pub idle_flushes: u64,
     /// Superblock updates that released written-back log.
     pub commits: u64,
+    /// Flush sessions under pressure (past the high watermark).
     pub pressure_flushes: u64,
     /// Virtual time the flush worker ran, from each start to its last
     /// completion (under pressure this includes waiting behind host I/O).
@@ -56,11 +63,15 @@ pub struct HybridStats {
     pub partial_units: u64,
     /// SSD reads of a cached copy merged into a write covering its unit in part.
     pub merge_reads: u64,
+    /// Runs of HDD data copied into the cache after repeated reads.
     pub promotions: u64,
+    /// Bytes those copies held.
     pub promoted_bytes: u64,
-    /// Memory the resident mapping tablets take, and tablet swaps.
+    /// Memory the resident mapping tablets take.
     pub mapping_memory_bytes: u64,
+    /// Tablets read back from the mapping region.
     pub tablet_loads: u64,
+    /// Tablets written out to the mapping region.
     pub tablet_stores: u64,
     /// Present when the device was opened (recovered) rather than created.
     pub recovery: Option<RecoveryReport>,

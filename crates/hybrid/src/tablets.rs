@@ -64,6 +64,12 @@ impl Tablets {
         }
     }
 
+    /// Whether every tablet the mapping region can hold fits in memory:
+    /// then no tablet is ever written out or read back.
+    pub fn never_swaps(&self) -> bool {
+        self.limit as u64 > u64::from(self.slots)
+    }
+
     pub fn resident_bytes(&self) -> u64 {
         self.resident.len() as u64 * TABLET_BYTES
     }
@@ -105,6 +111,7 @@ impl Tablets {
                 .resident
                 .remove(&id)
                 .expect("LRU list holds resident tablets");
+            debug_assert!(t.live as usize <= FANOUT);
             if t.dirty {
                 let mut img = vec![0u8; TABLET_BYTES as usize];
                 for (i, e) in t.entries.iter().enumerate() {
@@ -116,10 +123,12 @@ impl Tablets {
                 self.stores += 1;
             }
         }
+        debug_assert!(self.resident.len() < self.limit || self.lru == NIL);
         Ok(())
     }
 
     fn slot_offset(&self, id: u32) -> u64 {
+        debug_assert!(id < self.slots, "tablet {id} of {}", self.slots);
         self.region + u64::from(id) * TABLET_BYTES
     }
 
@@ -139,6 +148,10 @@ impl Tablets {
         };
         self.make_room(io)?;
         self.crcs.remove(&id);
+        debug_assert!(
+            !self.resident.contains_key(&id),
+            "tablet {id} allocated twice"
+        );
         self.resident.insert(
             id,
             Tablet {
@@ -155,6 +168,7 @@ impl Tablets {
 
     /// Returns a tablet's slot; its swapped image (if any) is garbage from now on.
     pub fn release(&mut self, id: u32) {
+        debug_assert!(id < self.next_slot, "tablet {id} was never allocated");
         if self.resident.contains_key(&id) {
             self.unlink(id);
             self.resident.remove(&id);
@@ -180,7 +194,7 @@ impl Tablets {
         if self.crcs.get(&id) != Some(&crc32c::crc32c(&img)) {
             return Err(HybridError::Corrupt {
                 what: "mapping tablet",
-                offset,
+                location: offset,
             });
         }
         let mut entries = Box::new([0u64; FANOUT]);
@@ -188,6 +202,7 @@ impl Tablets {
             *e = u64::from_le_bytes(img[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
         }
         let live = entries.iter().filter(|&&e| e != 0).count() as u16;
+        debug_assert!(live > 0, "an empty tablet is released, never swapped out");
         self.resident.insert(
             id,
             Tablet {
@@ -220,11 +235,13 @@ impl Tablets {
             (false, true) => t.live -= 1,
             _ => {}
         }
+        debug_assert!(t.live as usize <= FANOUT);
         Ok(t.live)
     }
 }
 
 fn index(key: u64, level: usize) -> usize {
+    debug_assert!(level < 4 && key < 1 << KEY_BITS);
     ((key >> (9 * (3 - level))) & (FANOUT as u64 - 1)) as usize
 }
 

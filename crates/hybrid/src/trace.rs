@@ -29,9 +29,11 @@ use thiserror::Error;
 pub struct TraceRecord {
     /// Issue time, ns after the first record.
     pub time_ns: u64,
-    /// Byte offset and length.
+    /// Byte offset.
     pub offset: u64,
+    /// Bytes.
     pub len: u64,
+    /// A write (else a read).
     pub write: bool,
     /// The trace's device (DiskSim device number, MSR disk number, SPC ASU).
     pub device: u32,
@@ -40,9 +42,13 @@ pub struct TraceRecord {
 /// The unit of a trace's timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimeUnit {
+    /// Nanoseconds.
     Ns,
+    /// Microseconds.
     Us,
+    /// Milliseconds.
     Ms,
+    /// Seconds.
     S,
 }
 
@@ -70,12 +76,22 @@ impl FromStr for TimeUnit {
     }
 }
 
+/// Why a trace could not be read.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum TraceError {
+    /// A line that is not a record of the format.
     #[error("line {line}: {reason}")]
-    Malformed { line: usize, reason: String },
+    Malformed {
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The trace file could not be read.
     #[error("reading trace: {0}")]
     Io(#[from] std::io::Error),
+    /// No such trace format.
     #[error("unknown trace format '{0}' (expected msr, spc, disksim or blkparse)")]
     UnknownFormat(String),
 }
@@ -83,9 +99,13 @@ pub enum TraceError {
 /// A trace format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// MSR Cambridge CSV.
     Msr,
+    /// SPC (UMass) CSV.
     Spc,
+    /// DiskSim ASCII.
     Disksim,
+    /// `blkparse` default output.
     Blkparse,
 }
 
@@ -566,8 +586,21 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn arbitrary_input_is_parsed_or_rejected_never_a_panic(text in "[ -~\n,+\t]{0,300}") {
+            let lines = text.lines().count();
             for f in [Format::Msr, Format::Spc, Format::Disksim, Format::Blkparse] {
-                let _ = p(f, &text);
+                match p(f, &text) {
+                    // Never more records than lines, times relative to the first.
+                    Ok(records) => {
+                        proptest::prop_assert!(records.len() <= lines);
+                        proptest::prop_assert!(records.first().is_none_or(|r| r.time_ns == 0));
+                    }
+                    // A rejection names a line of the input, on one line.
+                    Err(TraceError::Malformed { line, reason }) => {
+                        proptest::prop_assert!(line >= 1 && line <= lines, "{f:?}: line {line} of {lines}");
+                        proptest::prop_assert!(!reason.contains('\n'), "{f:?}: {reason}");
+                    }
+                    Err(e) => proptest::prop_assert!(false, "{f:?}: {e}"),
+                }
             }
         }
     }

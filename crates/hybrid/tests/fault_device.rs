@@ -5,47 +5,18 @@
 //! reads back, and every 512-byte piece holds its acknowledged value or one
 //! written after that flush.
 
-use std::sync::{Arc, Mutex};
+mod common;
 
-use flashkv_device::{
-    presets, BlockDevice, Completion, DeviceSpec, DeviceStats, FaultDevice, FaultPlan, Geometry,
-    Nanos, Result, SimDevice,
-};
+use common::{Dev, Machine};
+use flashkv_device::{presets, BlockDevice, DeviceSpec, FaultPlan, SimDevice};
 use flashkv_hybrid::{HybridDevice, Options};
-use proptest::prelude::*;
+use flashkv_testing::cases;
 use rand::{Rng, SeedableRng};
 
 const SECTOR: usize = 4096;
 const PIECE: usize = 512;
 const SECTORS: u64 = 256; // the first 1 MiB of the HDD
 const BASE: u64 = 7 << 30; // somewhere inside the disk
-
-/// A `FaultDevice` the test can take back after the hybrid is gone.
-struct Shared(Arc<Mutex<FaultDevice<SimDevice>>>);
-
-impl BlockDevice for Shared {
-    fn geometry(&self) -> Geometry {
-        self.0.lock().unwrap().geometry()
-    }
-    fn read_at(&mut self, at: Nanos, o: u64, b: &mut [u8]) -> Result<Completion> {
-        self.0.lock().unwrap().read_at(at, o, b)
-    }
-    fn write_at(&mut self, at: Nanos, o: u64, b: &[u8]) -> Result<Completion> {
-        self.0.lock().unwrap().write_at(at, o, b)
-    }
-    fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
-        self.0.lock().unwrap().flush_at(at)
-    }
-    fn trim_at(&mut self, at: Nanos, o: u64, l: u64) -> Result<Completion> {
-        self.0.lock().unwrap().trim_at(at, o, l)
-    }
-    fn clock(&self) -> Nanos {
-        self.0.lock().unwrap().clock()
-    }
-    fn stats(&self) -> DeviceStats {
-        self.0.lock().unwrap().stats()
-    }
-}
 
 fn tag_of(piece: &[u8]) -> Option<u64> {
     let t = u64::from_le_bytes(piece[..8].try_into().unwrap());
@@ -71,34 +42,17 @@ fn small_ssd() -> SimDevice {
     SimDevice::new(&spec).unwrap()
 }
 
-type Fault = Arc<Mutex<FaultDevice<SimDevice>>>;
-
 /// A hybrid on fault-wrapped devices (the SSD's with `ssd_plan`).
-fn machine(ssd_plan: FaultPlan, opts: Options) -> (HybridDevice, Fault, Fault) {
-    let fs = Arc::new(Mutex::new(FaultDevice::new(small_ssd(), ssd_plan)));
+fn machine(ssd_plan: FaultPlan, opts: Options) -> (HybridDevice, Machine) {
     let hdd = presets::open("hdd-7200").unwrap();
-    let fh = Arc::new(Mutex::new(FaultDevice::new(hdd, FaultPlan::default())));
-    let dev = HybridDevice::create(
-        Box::new(Shared(fs.clone())),
-        Box::new(Shared(fh.clone())),
-        opts,
-    )
-    .unwrap();
-    (dev, fs, fh)
+    let m = Machine::new(small_ssd(), hdd, ssd_plan, FaultPlan::default());
+    (m.create(opts).unwrap(), m)
 }
 
-/// Both devices lose power; what survived.
-fn power_cut(fs: Fault, fh: Fault) -> (SimDevice, SimDevice) {
-    let take = |a: Fault| {
-        Arc::try_unwrap(a)
-            .ok()
-            .unwrap()
-            .into_inner()
-            .unwrap()
-            .recover()
-            .unwrap()
-    };
-    (take(fs), take(fh))
+/// Both devices lose power; the hybrid reopened on what survived.
+fn reopen(m: Machine, opts: Options) -> HybridDevice {
+    let m = m.power_cut(FaultPlan::default(), FaultPlan::default());
+    m.open(opts).unwrap()
 }
 
 /// The hazard of a commit: sector x is acknowledged as A, then rewritten as
@@ -114,7 +68,7 @@ fn a_commit_never_releases_a_record_whose_successor_is_volatile() {
         round_bytes: 8 << 10, // one record a round: commits come mid-drain
         ..options()
     };
-    let script = |dev: &mut HybridDevice, fs: &Fault| -> (u64, flashkv_device::Result<()>) {
+    let script = |dev: &mut HybridDevice, fs: &Dev| -> (u64, flashkv_device::Result<()>) {
         let mut start = 0;
         let r = (|| {
             let t = dev.clock();
@@ -127,21 +81,22 @@ fn a_commit_never_releases_a_record_whose_successor_is_volatile() {
                 dev.write_at(dev.clock(), (1 << 30) + i * 8192, &[i as u8; 4096])?;
             }
             dev.write_at(dev.clock(), x, &[0xB2; 4096])?; // B, volatile
-            start = fs.lock().unwrap().counts().0;
+            start = fs.with(|d| d.counts().0);
             dev.drain(dev.clock())?;
             Ok(())
         })();
         (start, r)
     };
-    let (mut dev, fs, _fh) = machine(FaultPlan::default(), opts.clone());
-    let (start, r) = script(&mut dev, &fs);
+    let (mut dev, m) = machine(FaultPlan::default(), opts.clone());
+    let (start, r) = script(&mut dev, &m.ssd);
     r.unwrap();
     assert!(
         dev.hybrid_stats().commits >= 2,
         "the drain committed more than once"
     );
-    let total = fs.lock().unwrap().counts().0;
+    let total = m.ssd.with(|d| d.counts().0);
     drop(dev);
+    let mut n = 0;
     for crash in start..total {
         for seed in 0..10 {
             let plan = FaultPlan {
@@ -150,11 +105,14 @@ fn a_commit_never_releases_a_record_whose_successor_is_volatile() {
                 tear: true,
                 ..FaultPlan::default()
             };
-            let (mut dev, fs, fh) = machine(plan, opts.clone());
-            assert!(script(&mut dev, &fs).1.is_err(), "power fails in the drain");
+            let (mut dev, m) = machine(plan, opts.clone());
+            assert!(
+                script(&mut dev, &m.ssd).1.is_err(),
+                "power fails in the drain"
+            );
             drop(dev);
-            let (ssd, hdd) = power_cut(fs, fh);
-            let mut dev = HybridDevice::open(Box::new(ssd), Box::new(hdd), opts.clone()).unwrap();
+            let mut dev = reopen(m, opts.clone());
+            n += 1;
             let mut buf = [0u8; 4096];
             dev.read_at(dev.clock(), x, &mut buf).unwrap();
             assert!(
@@ -164,13 +122,74 @@ fn a_commit_never_releases_a_record_whose_successor_is_volatile() {
             );
         }
     }
+    let test = "a_commit_never_releases_a_record_whose_successor_is_volatile";
+    flashkv_testing::report(&format!("{test}: {n} fault cases\n"));
 }
 
-/// Returns (operations before the crash, pieces acknowledged non-zero).
-fn run(seed: u64) -> std::result::Result<(u64, usize), TestCaseError> {
+/// What the host wrote, per 512-byte piece: the latest value, the value
+/// the last completed flush acknowledged, and every value since.
+struct Oracle {
+    latest: Vec<u64>,
+    acked: Vec<u64>,
+    since: Vec<Vec<u64>>,
+}
+
+/// One host request; `None` for idle time, `Some(Err)` once power is lost.
+fn step(
+    dev: &mut HybridDevice,
+    o: &mut Oracle,
+    rng: &mut rand::rngs::SmallRng,
+    now: &mut u64,
+    id: u64,
+) -> Option<flashkv_device::Result<flashkv_device::Completion>> {
+    Some(match rng.gen_range(0..10) {
+        0..=6 => {
+            let s = rng.gen_range(0..SECTORS - 20);
+            let len = if rng.gen_bool(0.1) {
+                20
+            } else {
+                rng.gen_range(1..3)
+            };
+            let mut data = Vec::new();
+            for i in 0..len {
+                data.extend((id << 16 | (s + i)).to_le_bytes().repeat(SECTOR / 8));
+            }
+            for p in s as usize * 8..(s + len) as usize * 8 {
+                o.latest[p] = id << 16 | (p as u64 / 8);
+                o.since[p].push(o.latest[p]);
+            }
+            dev.write_at(*now, BASE + s * SECTOR as u64, &data)
+        }
+        7 => {
+            let r = dev.flush_at(*now);
+            if r.is_ok() {
+                o.acked.clone_from(&o.latest);
+                o.since.iter_mut().for_each(Vec::clear);
+            }
+            r
+        }
+        8 => {
+            *now += rng.gen_range(0..50_000_000);
+            return None;
+        }
+        _ => {
+            let s = rng.gen_range(0..SECTORS - 4);
+            let mut buf = vec![0u8; 4 * SECTOR];
+            let r = dev.read_at(*now, BASE + s * SECTOR as u64, &mut buf);
+            if r.is_ok() {
+                for (k, piece) in buf.chunks(PIECE).enumerate() {
+                    assert_eq!(tag_of(piece), Some(o.latest[s as usize * 8 + k]));
+                }
+            }
+            r
+        }
+    })
+}
+
+/// Power fails during a random write or operation of the SSD or the HDD;
+/// returns whether it struck before the workload's end.
+fn run(seed: u64) -> bool {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-    let ssd = small_ssd();
-    let hdd = presets::open("hdd-7200").unwrap();
     let on_ssd = rng.gen_bool(0.6);
     let n = if on_ssd {
         rng.gen_range(3..1500)
@@ -187,116 +206,52 @@ fn run(seed: u64) -> std::result::Result<(u64, usize), TestCaseError> {
         tear: true,
         ..FaultPlan::default()
     };
-    let fs = Arc::new(Mutex::new(FaultDevice::new(ssd, plan(on_ssd))));
-    let fh = Arc::new(Mutex::new(FaultDevice::new(hdd, plan(!on_ssd))));
-    let mut dev = HybridDevice::create(
-        Box::new(Shared(fs.clone())),
-        Box::new(Shared(fh.clone())),
-        options(),
-    )
-    .unwrap();
+    let hdd = presets::open("hdd-7200").unwrap();
+    let m = Machine::new(small_ssd(), hdd, plan(on_ssd), plan(!on_ssd));
+    let mut dev = m.create(options()).unwrap();
     let pieces = SECTORS as usize * SECTOR / PIECE;
-    let (mut latest, mut acked) = (vec![0u64; pieces], vec![0u64; pieces]);
-    let mut since: Vec<Vec<u64>> = vec![Vec::new(); pieces];
+    let mut o = Oracle {
+        latest: vec![0; pieces],
+        acked: vec![0; pieces],
+        since: vec![Vec::new(); pieces],
+    };
     let mut now = dev.clock();
-    let mut ops = 0;
-    for id in 1u64.. {
-        ops = id;
-        let r = match rng.gen_range(0..10) {
-            0..=6 => {
-                let s = rng.gen_range(0..SECTORS - 20);
-                let len = if rng.gen_bool(0.1) {
-                    20
-                } else {
-                    rng.gen_range(1..3)
-                };
-                let mut data = Vec::new();
-                for i in 0..len {
-                    data.extend((id << 16 | (s + i)).to_le_bytes().repeat(SECTOR / 8));
-                }
-                for p in s as usize * 8..(s + len) as usize * 8 {
-                    latest[p] = id << 16 | (p as u64 / 8);
-                    since[p].push(latest[p]);
-                }
-                dev.write_at(now, BASE + s * SECTOR as u64, &data)
+    let mut struck = false;
+    for id in 1..=5000u64 {
+        match step(&mut dev, &mut o, &mut rng, &mut now, id) {
+            None => {}
+            Some(Ok(c)) => now = now.max(c.end),
+            Some(Err(_)) => {
+                struck = true;
+                break;
             }
-            7 => {
-                let r = dev.flush_at(now);
-                if r.is_ok() {
-                    acked.clone_from(&latest);
-                    since.iter_mut().for_each(Vec::clear);
-                }
-                r
-            }
-            8 => {
-                now += rng.gen_range(0..50_000_000);
-                continue;
-            }
-            _ => {
-                let s = rng.gen_range(0..SECTORS - 4);
-                let mut buf = vec![0u8; 4 * SECTOR];
-                let r = dev.read_at(now, BASE + s * SECTOR as u64, &mut buf);
-                if r.is_ok() {
-                    for (k, piece) in buf.chunks(PIECE).enumerate() {
-                        prop_assert_eq!(tag_of(piece), Some(latest[s as usize * 8 + k]));
-                    }
-                }
-                r
-            }
-        };
-        match r {
-            Ok(c) => now = now.max(c.end),
-            Err(_) => break, // power lost
         }
-        if id > 5000 {
-            break;
+        if id % 64 == 0 {
+            dev.check_invariants().unwrap();
         }
     }
     drop(dev);
     // Both lose power at the same instant.
-    let take = |a: Arc<Mutex<FaultDevice<SimDevice>>>| {
-        Arc::try_unwrap(a)
-            .ok()
-            .unwrap()
-            .into_inner()
-            .unwrap()
-            .recover()
-            .unwrap()
-    };
-    let (ssd, hdd) = (take(fs), take(fh));
-    let mut dev = HybridDevice::open(Box::new(ssd), Box::new(hdd), options()).unwrap();
+    let mut dev = reopen(m, options());
+    dev.check_invariants().unwrap();
     let mut all = vec![0u8; SECTORS as usize * SECTOR];
     dev.read_at(dev.clock(), BASE, &mut all).unwrap();
     for (p, piece) in all.chunks(PIECE).enumerate() {
         let t = tag_of(piece);
-        prop_assert!(
-            t.is_some_and(|t| t == acked[p] || since[p].contains(&t)),
-            "seed {} piece {}: found {:?}, acknowledged {:x}, since {:x?}",
-            seed,
-            p,
-            t,
-            acked[p],
-            since[p]
+        assert!(
+            t.is_some_and(|t| t == o.acked[p] || o.since[p].contains(&t)),
+            "piece {p}: found {t:?}, acknowledged {:x}, since {:x?}",
+            o.acked[p],
+            o.since[p]
         );
     }
-    Ok((ops, acked.iter().filter(|&&t| t != 0).count()))
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-    #[test]
-    fn fault_device_power_loss_loses_no_acknowledged_write(seed in any::<u64>()) {
-        run(seed)?;
-    }
+    struck
 }
 
 #[test]
-fn crashes_land_after_acknowledged_writes() {
-    let runs: Vec<_> = (0..16).map(|s| run(s).unwrap()).collect();
-    eprintln!("{runs:?}");
-    assert!(
-        runs.iter().all(|&(ops, _)| ops < 5000),
-        "every run lost power"
-    );
-    assert!(runs.iter().filter(|&&(_, acked)| acked > 0).count() >= 8);
+fn fault_device_power_loss_loses_no_acknowledged_write() {
+    let test = "fault_device_power_loss_loses_no_acknowledged_write";
+    let t = cases(test, 0..160, run);
+    // Almost every case loses power inside its workload.
+    t.assert_hits(test, 90);
 }

@@ -85,27 +85,7 @@ pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError
     let dir = opts.dir("advisor")?;
     write_json(&dir.join("advisor.json"), &all)?;
     write_csv(&dir.join("advisor.csv"), &rows)?;
-
-    let mut t = Table::new(
-        format!(
-            "Advisor: best block size per pattern (seed 000 Algorithm 1 in brackets), 4K-page scan breakeven, five-minute rule (${:.0} device, ${:.0}/GiB RAM); iodepth {}",
-            o.device_usd, o.ram_usd_per_gb, o.iodepth
-        ),
-        &["device", "class", "sr", "rr", "sw", "rw", "breakeven", "5-min rule s"],
-    );
-    for a in &all {
-        let mut row = vec![a.device.clone(), a.device_class.name().to_string()];
-        row.extend(a.patterns.iter().map(|p| {
-            format!(
-                "{} ({})",
-                size_label(p.best_block_size),
-                size_label(p.algorithm1_block_size)
-            )
-        }));
-        row.push(format!("{} %", f(a.breakeven_fraction * 100.0, 1)));
-        row.push(f(a.five_minute_rule_s, 0));
-        t.push(row);
-    }
+    let t = table(&all, &o);
     let note = "Seed 002's rule of thumb: read the whole file once more than ~2 % of it is \
                 accessed on an HDD, ~83 % on an SSD. Breakeven f = (P / F_seq) / t_rand(P): \
                 page time at the best sequential rate over random page time.\n";
@@ -118,6 +98,32 @@ pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError
         ),
         json: serde_json::to_value(&all).map_err(|e| LabError::Data(e.to_string()))?,
     })
+}
+
+/// A device a row: the best block size per pattern (Algorithm 1's in
+/// brackets), the scan breakeven and the five-minute rule.
+fn table(all: &[Advice], o: &AdviceOptions) -> Table {
+    let mut t = Table::new(
+        format!(
+            "Advisor: best block size per pattern (seed 000 Algorithm 1 in brackets), 4K-page scan breakeven, five-minute rule (${:.0} device, ${:.0}/GiB RAM); iodepth {}",
+            o.device_usd, o.ram_usd_per_gb, o.iodepth
+        ),
+        &["device", "class", "sr", "rr", "sw", "rw", "breakeven", "5-min rule s"],
+    );
+    for a in all {
+        let mut row = vec![a.device.clone(), a.device_class.name().to_string()];
+        row.extend(a.patterns.iter().map(|p| {
+            format!(
+                "{} ({})",
+                size_label(p.best_block_size),
+                size_label(p.algorithm1_block_size)
+            )
+        }));
+        row.push(format!("{} %", f(a.breakeven_fraction * 100.0, 1)));
+        row.push(f(a.five_minute_rule_s, 0));
+        t.push(row);
+    }
+    t
 }
 
 #[cfg(test)]

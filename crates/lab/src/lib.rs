@@ -2,6 +2,8 @@
 //! documents' tables, and the reports (tables, JSON, CSV, Markdown, plots)
 //! they write.
 
+#![deny(clippy::unwrap_used)]
+
 pub mod advisor;
 mod advisor_lab;
 pub mod buffer;

@@ -17,7 +17,7 @@ use std::collections::BinaryHeap;
 use std::fmt;
 
 use flashkv_device::{
-    update_in_place, BlockDevice, Completion, DeviceError, Latencies, Nanos, QueuedIo,
+    update_in_place, BlockDevice, Completion, DeviceError, DeviceStats, Latencies, Nanos, QueuedIo,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -208,64 +208,116 @@ pub fn run_prepared(
         buf,
         scratch: vec![0u8; spec.block_size as usize],
     };
+    let mut flight = InFlight::new(io.dev.reorders_queue());
     let mut latencies = Latencies::default();
-    // Outstanding completions (end, issue time), earliest first.
-    let mut done: BinaryHeap<Reverse<(Nanos, Nanos)>> = BinaryHeap::new();
-    // Issued but not yet handed to a reordering device.
-    let mut queue: Vec<(QueuedIo, Nanos)> = Vec::new();
-    // A reordering device picks its next command the moment it is free, before
-    // the host's replacement for the request that just completed arrives.
-    let reorders = io.dev.reorders_queue();
-    let mut issued = 0u64;
-    let mut last_end = t0;
-
     let first = spec.ops.min(spec.iodepth as u64);
     for _ in 0..first {
-        let req = gen.next();
-        issued += 1;
-        if reorders {
-            queue.push((req, t0));
-        } else {
-            let c = io.submit(t0, req)?;
-            done.push(Reverse((c.end, t0)));
-        }
+        flight.issue(&mut io, t0, gen.next())?;
     }
+    let (mut issued, mut last_end) = (first, t0);
     loop {
-        if reorders && !queue.is_empty() {
-            let earliest = queue.iter().map(|q| q.1).min().unwrap_or(t0);
-            let free = io.dev.busy_until().max(earliest);
-            if done.peek().is_none_or(|Reverse((end, _))| free <= *end) {
-                let ready: Vec<usize> = (0..queue.len()).filter(|&i| queue[i].1 <= free).collect();
-                let ios: Vec<QueuedIo> = ready.iter().map(|&i| queue[i].0).collect();
-                let pick = ready[io.dev.pick_next(free, &ios).min(ready.len() - 1)];
-                let (req, issue) = queue.swap_remove(pick);
-                let c = io.submit(free, req)?;
-                done.push(Reverse((c.end, issue)));
-                continue;
-            }
+        if flight.dispatch(&mut io)? {
+            continue;
         }
-        let Some(Reverse((end, issue))) = done.pop() else {
+        let Some(Reverse((end, issue))) = flight.done.pop() else {
             break;
         };
         latencies.record(end - issue);
         last_end = last_end.max(end);
+        // The host replaces each completed request at once.
         if issued < spec.ops {
-            let req = gen.next();
+            flight.issue(&mut io, end, gen.next())?;
             issued += 1;
-            if reorders {
-                queue.push((req, end));
-            } else {
-                let c = io.submit(end, req)?;
-                done.push(Reverse((c.end, end)));
-            }
+        }
+    }
+    debug_assert_eq!(latencies.count(), spec.ops, "every request completed");
+    let after = io.dev.stats();
+    Ok(row(
+        device_name,
+        spec,
+        &latencies,
+        last_end - t0,
+        &before,
+        &after,
+    ))
+}
+
+/// Requests in flight: the completions the host waits for and, on a device
+/// that reorders its queue, the requests it has not picked yet.
+struct InFlight {
+    /// Outstanding completions (end, issue time), earliest first.
+    done: BinaryHeap<Reverse<(Nanos, Nanos)>>,
+    /// Issued but not yet handed to a reordering device.
+    queue: Vec<(QueuedIo, Nanos)>,
+    reorders: bool,
+}
+
+impl InFlight {
+    fn new(reorders: bool) -> Self {
+        InFlight {
+            done: BinaryHeap::new(),
+            queue: Vec::new(),
+            reorders,
         }
     }
 
-    let after = io.dev.stats();
-    let elapsed_s = (last_end - t0).max(1) as f64 / 1e9;
+    /// Issues `req` at `at`: to the device, or to the queue of one that
+    /// picks its own order.
+    fn issue(&mut self, io: &mut Io, at: Nanos, req: QueuedIo) -> Result<(), DeviceError> {
+        if self.reorders {
+            self.queue.push((req, at));
+        } else {
+            let c = io.submit(at, req)?;
+            self.done.push(Reverse((c.end, at)));
+        }
+        Ok(())
+    }
+
+    /// A reordering device picks its next command the moment it is free,
+    /// before the host's replacement for the request that just completed
+    /// arrives: hands it its pick if it is free by the next completion.
+    /// Whether it did.
+    fn dispatch(&mut self, io: &mut Io) -> Result<bool, DeviceError> {
+        let Some(earliest) = self.queue.iter().map(|q| q.1).min() else {
+            return Ok(false);
+        };
+        let free = io.dev.busy_until().max(earliest);
+        if self
+            .done
+            .peek()
+            .is_some_and(|Reverse((end, _))| free > *end)
+        {
+            return Ok(false);
+        }
+        let ready: Vec<usize> = (0..self.queue.len())
+            .filter(|&i| self.queue[i].1 <= free)
+            .collect();
+        debug_assert!(
+            !ready.is_empty(),
+            "the earliest request is ready when the device is free"
+        );
+        let ios: Vec<QueuedIo> = ready.iter().map(|&i| self.queue[i].0).collect();
+        let pick = ready[io.dev.pick_next(free, &ios).min(ready.len() - 1)];
+        let (req, issue) = self.queue.swap_remove(pick);
+        let c = io.submit(free, req)?;
+        self.done.push(Reverse((c.end, issue)));
+        Ok(true)
+    }
+}
+
+/// The row a run's latencies and counters make, over `elapsed` ns.
+fn row(
+    device_name: &str,
+    spec: &ProfileSpec,
+    latencies: &Latencies,
+    elapsed: Nanos,
+    before: &DeviceStats,
+    after: &DeviceStats,
+) -> ProfileRow {
+    let elapsed_s = elapsed.max(1) as f64 / 1e9;
     let n = latencies.count() as f64;
     let us = |ns: Nanos| ns as f64 / 1e3;
-    Ok(ProfileRow {
+    ProfileRow {
         device: device_name.to_string(),
         pattern: spec.pattern.code().to_string(),
         block_size: spec.block_size,
@@ -281,7 +333,7 @@ pub fn run_prepared(
         max_latency_us: us(latencies.max()),
         energy_uj_per_op: (after.energy_nj - before.energy_nj) as f64 / n / 1e3,
         erases: after.block_erases - before.block_erases,
-    })
+    }
 }
 
 /// Writes `[0, len)` once in large sequential requests, or has the device

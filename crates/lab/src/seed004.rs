@@ -234,76 +234,100 @@ fn write(
                 "{} ({}) — {}, iodepth {}",
                 t.preset, published[t.key].device, table, t.iodepth
             );
-            let mut tab = Table::new(
-                title.clone(),
-                &[
-                    "block",
-                    "seed IOPS",
-                    "model IOPS",
-                    "error",
-                    "seed ms",
-                    "model ms",
-                    "",
-                ],
-            );
-            for r in &rs {
-                let mark = match (r.gated, r.within_tolerance) {
-                    (true, true) => "ok",
-                    (true, false) => "MISS",
-                    (false, _) => "",
-                };
-                tab.push(vec![
-                    size_label(r.block_size),
-                    f(r.published_iops, 0),
-                    f(r.model_iops, 0),
-                    format!("{:+.1}%", r.error_pct),
-                    f(r.published_service_ms, 3),
-                    f(r.model_latency_ms, 3),
-                    mark.to_string(),
-                ]);
-            }
+            let tab = table_of(&title, &rs);
             text.push_str(&tab.text());
             text.push('\n');
             md.push_str(&tab.markdown());
             md.push('\n');
-            let series = [
-                Series {
-                    name: "seed 004".into(),
-                    points: rs
-                        .iter()
-                        .map(|r| (r.block_size as f64, r.published_iops))
-                        .collect(),
-                    markers_only: true,
-                },
-                Series {
-                    name: format!("model ({})", t.preset),
-                    points: rs
-                        .iter()
-                        .map(|r| (r.block_size as f64, r.model_iops))
-                        .collect(),
-                    markers_only: false,
-                },
-            ];
-            let plot = Plot {
-                title: &title,
-                x_label: "block size (bytes)",
-                y_label: "IOPS",
-                log_x: true,
-                log_y: false,
-                series: &series,
-            };
-            plot.write_svg(&dir.join(format!("{}-{}.svg", t.preset, table)))?;
+            let svg = dir.join(format!("{}-{}.svg", t.preset, table));
+            plot(&svg, &title, t.preset, &rs)?;
         }
     }
+    let (verdict, misses) = verdict(&rows);
+    md.push_str(&format!("**{verdict}**\n\n{misses}"));
+    text.push_str(&format!("{verdict}\n{misses}"));
+    Ok(Section {
+        name: "seed004",
+        text,
+        markdown: md,
+        json: serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?,
+    })
+}
+
+/// One device's table: published and modelled IOPS and times by block size.
+fn table_of(title: &str, rs: &[&Row]) -> Table {
+    let mut tab = Table::new(
+        title.to_string(),
+        &[
+            "block",
+            "seed IOPS",
+            "model IOPS",
+            "error",
+            "seed ms",
+            "model ms",
+            "",
+        ],
+    );
+    for r in rs {
+        let mark = match (r.gated, r.within_tolerance) {
+            (true, true) => "ok",
+            (true, false) => "MISS",
+            (false, _) => "",
+        };
+        tab.push(vec![
+            size_label(r.block_size),
+            f(r.published_iops, 0),
+            f(r.model_iops, 0),
+            format!("{:+.1}%", r.error_pct),
+            f(r.published_service_ms, 3),
+            f(r.model_latency_ms, 3),
+            mark.to_string(),
+        ]);
+    }
+    tab
+}
+
+/// The seed's IOPS (markers) and the model's (a line) by block size.
+fn plot(svg: &std::path::Path, title: &str, preset: &str, rs: &[&Row]) -> Result<(), LabError> {
+    let series = [
+        Series {
+            name: "seed 004".into(),
+            points: rs
+                .iter()
+                .map(|r| (r.block_size as f64, r.published_iops))
+                .collect(),
+            markers_only: true,
+        },
+        Series {
+            name: format!("model ({preset})"),
+            points: rs
+                .iter()
+                .map(|r| (r.block_size as f64, r.model_iops))
+                .collect(),
+            markers_only: false,
+        },
+    ];
+    let plot = Plot {
+        title,
+        x_label: "block size (bytes)",
+        y_label: "IOPS",
+        log_x: true,
+        log_y: false,
+        series: &series,
+    };
+    Ok(plot.write_svg(svg)?)
+}
+
+/// How many gated rows are within the tolerance, and a line for each miss
+/// with the seed's explanation, where there is one.
+fn verdict(rows: &[Row]) -> (String, String) {
     let gated: Vec<&Row> = rows.iter().filter(|r| r.gated).collect();
     let ok = gated.iter().filter(|r| r.within_tolerance).count();
     let verdict = format!(
         "{ok} of {} gated rows (4 KB, 8 KB, 128 KB) within 15 %.",
         gated.len()
     );
-    md.push_str(&format!("**{verdict}**\n\n"));
-    text.push_str(&verdict);
-    text.push('\n');
+    let mut out = String::new();
     let mut last_why = "";
     for r in gated.iter().filter(|r| !r.within_tolerance) {
         let why = EXPLANATIONS
@@ -327,13 +351,7 @@ fn write(
             last_why = why;
         }
         line.push('\n');
-        md.push_str(&line);
-        text.push_str(&line);
+        out.push_str(&line);
     }
-    Ok(Section {
-        name: "seed004",
-        text,
-        markdown: md,
-        json: serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?,
-    })
+    (verdict, out)
 }

@@ -4,9 +4,12 @@
 //!   device back after the store crashed on it and was dropped.
 //! * [`cases`] and [`soak`]: run seeded cases; a failing case prints its
 //!   seed, and `FLASHKV_SEED=<n>` reruns exactly that case.
+//! * [`budget`]: the assertion budget, functions and assertions counted
+//!   over a crate's non-test code (`scripts/assert-budget` prints it).
 
+pub mod budget;
 mod seeds;
 mod shared;
 
-pub use seeds::{cases, soak, Tally};
+pub use seeds::{cases, report, soak, Tally};
 pub use shared::Shared;

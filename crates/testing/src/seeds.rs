@@ -50,7 +50,10 @@ fn one(test: &str, seed: u64, case: &mut impl FnMut(u64) -> bool) -> bool {
 }
 
 /// Runs `case` for every seed of `seeds`, or only for `FLASHKV_SEED` when
-/// set (and no case when it lies outside `seeds`: it names another test's case).
+/// set (and no case when it lies outside `seeds`: it names another test's
+/// case). Reports `<test>: <n> fault cases` on stderr, and appends it to
+/// the file `FLASHKV_CASE_LOG` names, if set (`scripts/fault-cases` sums
+/// that file over a test run).
 pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -> Tally {
     let seeds = match pinned() {
         Some(s) if seeds.contains(&s) => s..s + 1,
@@ -62,7 +65,26 @@ pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -
         t.cases += 1;
         t.hits += u64::from(one(test, seed, &mut case));
     }
+    report(&format!(
+        "{test}: {} fault cases, {} hit\n",
+        t.cases, t.hits
+    ));
     t
+}
+
+/// A line on stderr, and on the case log if there is one: one append of
+/// the whole line, so tests running at once do not interleave.
+pub fn report(line: &str) {
+    use std::io::Write;
+    eprint!("{line}");
+    if let Some(path) = std::env::var_os("FLASHKV_CASE_LOG") {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path);
+        let written = log.and_then(|mut f| f.write_all(line.as_bytes()));
+        assert!(written.is_ok(), "FLASHKV_CASE_LOG: {written:?}");
+    }
 }
 
 /// Runs cases from a fresh seed on until `FLASHKV_SOAK_SECS` (default 60)

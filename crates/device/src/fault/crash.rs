@@ -16,7 +16,12 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    pub fn new(offset: u64, pre: Vec<u8>) -> Self {
+    /// An unflushed write of whole `sector`-byte sectors.
+    pub fn new(offset: u64, pre: Vec<u8>, sector: u64) -> Self {
+        assert!(
+            offset % sector == 0 && pre.len() as u64 % sector == 0,
+            "an unflushed write covers whole sectors"
+        );
         Pending {
             offset,
             pre,
@@ -39,6 +44,19 @@ impl<D: BlockDevice> FaultDevice<D> {
     /// (tearing) a random subset; the write in flight may also tear inside
     /// a sector.
     fn fates(&mut self, n: u64, in_flight: bool) -> Vec<Fate> {
+        let fates = self.draw_fates(n, in_flight);
+        debug_assert_eq!(fates.len() as u64, n, "a fate per sector");
+        debug_assert!(
+            fates.iter().all(|f| match f {
+                Fate::Prefix(c) => *c > 0 && (*c as u64) < self.sector,
+                _ => true,
+            }),
+            "a torn sector keeps part of its bytes"
+        );
+        fates
+    }
+
+    fn draw_fates(&mut self, n: u64, in_flight: bool) -> Vec<Fate> {
         if in_flight && self.plan.tear_bytes {
             let s = self.sector;
             return (0..n)
@@ -63,14 +81,20 @@ impl<D: BlockDevice> FaultDevice<D> {
     }
 
     /// Settles every sector an unflushed write touched to what the fates
-    /// of its writes leave there.
-    pub(super) fn roll_back(&mut self) -> Result<()> {
+    /// of its writes leave there: drawn from the seed, or whole (`keep(i)`
+    /// for the `i`-th unflushed write, oldest first) where `keep` is given.
+    pub(super) fn roll_back(&mut self, keep: Option<&dyn Fn(usize) -> bool>) -> Result<()> {
         let pending = std::mem::take(&mut self.pending);
         // sector -> (write index, fate) in write order
         let mut history: BTreeMap<u64, Vec<(usize, Fate)>> = BTreeMap::new();
         for (i, p) in pending.iter().enumerate() {
             let n = p.pre.len() as u64 / self.sector;
-            for (k, fate) in self.fates(n, p.in_flight).into_iter().enumerate() {
+            let fates = match keep {
+                Some(keep) if keep(i) => vec![Fate::Landed; n as usize],
+                Some(_) => vec![Fate::Lost; n as usize],
+                None => self.fates(n, p.in_flight),
+            };
+            for (k, fate) in fates.into_iter().enumerate() {
                 history
                     .entry(p.offset / self.sector + k as u64)
                     .or_default()
@@ -80,6 +104,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         for (sector, writes) in history {
             self.settle(sector, &pending, &writes)?;
         }
+        debug_assert!(self.pending.is_empty(), "nothing is written while settling");
         Ok(())
     }
 
@@ -94,6 +119,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         let at = sector * self.sector;
         let pre = |j: usize| {
             let p = &pending[writes[j].0];
+            debug_assert!(p.offset <= at && at + s as u64 <= p.offset + p.pre.len() as u64);
             let from = (at - p.offset) as usize;
             &p.pre[from..from + s]
         };
@@ -145,7 +171,7 @@ impl<D: BlockDevice> FaultDevice<D> {
                 };
             }
         }
-        if let Err(e) = self.roll_back() {
+        if let Err(e) = self.roll_back(None) {
             self.rollback_error = Some(e);
         }
         crate::DeviceError::Crashed
@@ -180,11 +206,9 @@ impl<D: BlockDevice> FaultDevice<D> {
         let mut pre = vec![0u8; data.len()];
         self.read_medium(at, offset, &mut pre)?;
         let c = self.inner.write_at(at, offset, data)?;
-        self.pending.push(Pending {
-            offset,
-            pre,
-            in_flight,
-        });
+        let mut p = Pending::new(offset, pre, self.sector);
+        p.in_flight = in_flight;
+        self.pending.push(p);
         Ok(c)
     }
 
@@ -221,6 +245,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         let first = offset / self.sector;
         let end = first + buf.len() as u64 / self.sector;
         for (&sector, image) in self.masked.range(first..end) {
+            debug_assert_eq!(image.len() as u64, self.sector, "a mask covers one sector");
             let from = ((sector - first) * self.sector) as usize;
             buf[from..from + image.len()].copy_from_slice(image);
         }
@@ -234,6 +259,7 @@ impl<D: BlockDevice> FaultDevice<D> {
             return;
         };
         self.pending.clear();
+        debug_assert_eq!(eu % self.sector, 0, "an erase unit holds whole sectors");
         let (a, b) = (unit * eu / self.sector, (unit + 1) * eu / self.sector);
         self.masked.retain(|&s, _| s < a || s >= b);
         self.latent.retain(|&s| s < a || s >= b);

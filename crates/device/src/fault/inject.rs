@@ -33,8 +33,10 @@ impl<D: BlockDevice> FaultDevice<D> {
         let first = offset / self.sector;
         for (k, chunk) in buf.chunks_mut(s).enumerate() {
             if self.plan.flip_reads.hits(first + k as u64, &mut self.rng) {
-                let byte = self.rng.below_n(s as u64) as usize;
+                let byte = self.rng.below_n(chunk.len() as u64) as usize;
+                let was = chunk[byte];
                 chunk[byte] ^= 1 << self.rng.below_n(8);
+                debug_assert_eq!((was ^ chunk[byte]).count_ones(), 1, "one bit flipped");
                 self.injected.flipped_reads += 1;
             }
         }
@@ -56,6 +58,15 @@ impl<D: BlockDevice> FaultDevice<D> {
             _ if after => offset + d,
             (_, before) => before?,
         };
+        debug_assert_eq!(target % self.sector, 0, "a misdirected write stays aligned");
+        debug_assert!(
+            target + len <= capacity,
+            "a misdirected write stays on the device"
+        );
+        debug_assert!(
+            target + len <= offset || offset + len <= target,
+            "a misdirected write misses its target"
+        );
         self.injected.misdirected_writes += 1;
         Some(target)
     }

@@ -41,9 +41,13 @@ use plan::Rng;
 /// can check that its faults struck.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Injected {
+    /// Sectors returned with a bit flipped.
     pub flipped_reads: u64,
+    /// Writes that landed elsewhere.
     pub misdirected_writes: u64,
+    /// Reads failed by a latent sector error.
     pub latent_errors: u64,
+    /// Operations slowed by a latency spike.
     pub spikes: u64,
 }
 
@@ -70,8 +74,14 @@ pub struct FaultDevice<D: BlockDevice> {
 }
 
 impl<D: BlockDevice> FaultDevice<D> {
+    /// Wraps `inner`, powered on, with `plan`'s faults to come.
     pub fn new(inner: D, plan: FaultPlan) -> Self {
         let g = inner.geometry();
+        assert!(g.sector_size > 0, "a device has sectors");
+        assert!(
+            !plan.misdirect.is_off() || g.capacity >= u64::from(g.sector_size),
+            "a misdirected write needs somewhere to land"
+        );
         FaultDevice {
             volatile: !g.program_once || plan.lose_programs,
             sector: u64::from(g.sector_size),
@@ -116,9 +126,37 @@ impl<D: BlockDevice> FaultDevice<D> {
     pub fn crash(&mut self) -> Result<()> {
         if !self.crashed {
             self.crashed = true;
-            self.roll_back()?;
+            self.roll_back(None)?;
         }
         Ok(())
+    }
+
+    /// Loses power now (if not already), keeping exactly the unflushed
+    /// writes and trims `keep` picks, each whole, by index (oldest first,
+    /// `0..self.unflushed()`): a chosen crash state rather than a seeded one.
+    pub fn crash_keeping(&mut self, keep: impl Fn(usize) -> bool) -> Result<()> {
+        if !self.crashed {
+            self.crashed = true;
+            self.roll_back(Some(&keep))?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the plan while the power is on: `plan`'s faults strike
+    /// from the next operation, numbered from 0 again. What is unflushed
+    /// stays unflushed; sectors already unreadable stay so.
+    pub fn arm(&mut self, plan: FaultPlan) {
+        assert!(!self.crashed, "arm a powered device; restart a crashed one");
+        let volatile = !self.inner.geometry().program_once || plan.lose_programs;
+        assert!(
+            self.pending.is_empty() || volatile == self.volatile,
+            "a write cache holding unflushed writes stays a write cache"
+        );
+        self.volatile = volatile;
+        self.rng = Rng::new(plan.seed);
+        self.latent.extend(plan.latent.at.iter().copied());
+        (self.ops, self.writes) = (0, 0);
+        self.plan = plan;
     }
 
     /// Loses power (if not already) and powers up again with `plan`:
@@ -129,6 +167,10 @@ impl<D: BlockDevice> FaultDevice<D> {
         if let Some(e) = self.rollback_error.take() {
             return Err(e);
         }
+        debug_assert!(
+            self.pending.is_empty(),
+            "the crash settled every unflushed write"
+        );
         let mut next = FaultDevice::new(self.inner, plan);
         next.masked = self.masked;
         next.latent.extend(self.latent);
@@ -158,6 +200,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         self.inner
     }
 
+    /// The inner device, as it is.
     pub fn inner(&self) -> &D {
         &self.inner
     }
@@ -173,6 +216,7 @@ impl<D: BlockDevice> FaultDevice<D> {
         if write {
             self.writes += 1;
         }
+        debug_assert!(self.writes <= self.ops, "every write is an operation");
         let power_lost = self.plan.crash_after_ops == Some(op)
             || (write && self.plan.crash_after_writes == Some(wr));
         if power_lost {
@@ -230,6 +274,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
         self.guard(false, 0, None)?;
         let c = self.inner.flush_at(at)?;
+        // Durable now: nothing before this flush can be lost.
         self.pending.clear();
         Ok(self.spike(c))
     }
@@ -240,7 +285,7 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
         if self.volatile {
             let mut pre = vec![0u8; len as usize];
             self.read_medium(at, offset, &mut pre)?;
-            self.pending.push(Pending::new(offset, pre));
+            self.pending.push(Pending::new(offset, pre, self.sector));
         }
         let c = self.inner.trim_at(at, offset, len)?;
         Ok(self.spike(c))

@@ -8,7 +8,9 @@ use crate::Nanos;
 /// number is in `at`.
 #[derive(Debug, Clone, Default)]
 pub struct Strike {
+    /// Probability that any one candidate is struck (0 to 1).
     pub chance: f64,
+    /// Candidates struck for sure, by number.
     pub at: Vec<u64>,
 }
 
@@ -121,12 +123,13 @@ impl Rng {
 
     /// A uniform draw in `0..n`.
     pub fn below_n(&mut self, n: u64) -> u64 {
-        assert!(n > 0);
+        assert!(n > 0, "a draw from an empty range");
         self.next() % n
     }
 
     /// True with probability `p`.
     pub fn below(&mut self, p: f64) -> bool {
+        debug_assert!((0.0..=1.0).contains(&p), "probability {p}");
         ((self.next() >> 11) as f64) < p * (1u64 << 53) as f64
     }
 }

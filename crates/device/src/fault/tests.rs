@@ -38,6 +38,26 @@ fn crash_after_ops_counts_every_call() {
 }
 
 #[test]
+fn a_chosen_crash_keeps_exactly_the_writes_picked() {
+    let mut d = dev(FaultPlan::default());
+    d.write(0, &[1u8; 512]).unwrap();
+    d.flush().unwrap();
+    // Three unflushed writes: over sector 0, sector 1, and sector 0 again.
+    d.write(0, &[2u8; 512]).unwrap();
+    d.write(512, &[3u8; 512]).unwrap();
+    d.write(0, &[4u8; 1024]).unwrap();
+    assert_eq!(d.unflushed(), 3);
+    d.crash_keeping(|i| i == 1).unwrap();
+    assert!(d.crashed());
+    let mut inner = d.recover().unwrap();
+    let mut buf = [0u8; 1024];
+    inner.read(0, &mut buf).unwrap();
+    // Sector 0 back to its flushed value, sector 1 holds write 1 alone.
+    assert!(buf[..512].iter().all(|&b| b == 1), "{}", buf[0]);
+    assert!(buf[512..].iter().all(|&b| b == 3), "{}", buf[512]);
+}
+
+#[test]
 fn flushed_data_survives_and_unflushed_sectors_are_old_or_new() {
     let (mut kept, mut lost, mut torn) = (0, 0, 0);
     for seed in 0..200 {

@@ -35,6 +35,7 @@ pub(super) struct Bast {
 
 impl Bast {
     pub fn new(log_blocks: u32, bp: u32) -> Self {
+        assert!(log_blocks >= 1 && bp >= 1, "a log block of at least a page");
         Bast {
             bp,
             max: log_blocks as usize,
@@ -84,6 +85,7 @@ impl Bast {
             let victim = self.logs.pop_front().expect("max >= 1");
             self.merge(core, victim, t, st, cost)?;
         }
+        debug_assert!(self.logs.len() < self.max, "a log block is free");
         let pb = core.take()?;
         self.logs.push_back(Log {
             lb,
@@ -118,6 +120,8 @@ impl Scheme for Bast {
         // Looked up after any eviction above (of another block).
         let old = core.current(lpn, &*self);
         let l = &mut self.logs[i];
+        debug_assert_eq!(l.lb, lb, "the log block belongs to the page's block");
+        assert!(l.used < core.bp, "a full log block is merged at once");
         let k = l.used;
         let dst = l.pb * core.bp + k;
         l.used += 1;

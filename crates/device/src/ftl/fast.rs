@@ -41,6 +41,10 @@ pub(super) struct Fast {
 
 impl Fast {
     pub fn new(log_blocks: u32) -> Self {
+        assert!(
+            log_blocks >= 2,
+            "one sequential log block and at least one random"
+        );
         Fast {
             max: log_blocks as usize - 1,
             random: VecDeque::new(),
@@ -120,6 +124,11 @@ impl Fast {
             });
         }
         let r = self.random.back().expect("made above");
+        debug_assert!(
+            r.lpns.len() < core.bp as usize,
+            "the newest random log block has room"
+        );
+        debug_assert!(self.random.len() <= self.max);
         Ok(r.pb * core.bp + r.lpns.len() as u32)
     }
 
@@ -144,6 +153,7 @@ impl Fast {
             self.merge(core, s.lb, t, st, cost)?;
             debug_assert_eq!(core.check(&*self), Ok(()));
         }
+        debug_assert!(self.seq.is_none(), "one sequential log block at a time");
         let pb = core.take()?;
         self.seq = Some(Sequential { lb, pb, next: 0 });
         Ok(Some(pb * core.bp))

@@ -103,14 +103,19 @@ impl Core {
         s.log_copy(lpn).or_else(|| self.data_page(lpn))
     }
 
+    /// A free block for a log block or a merge.
     pub fn take(&mut self) -> Result<u32> {
-        self.free
+        let pb = self
+            .free
             .pop_front()
-            .ok_or_else(|| internal("ftl: no free block for a log block or merge"))
+            .ok_or_else(|| internal("no free block for a log block or merge"))?;
+        debug_assert!((pb as usize) < self.blocks && !self.data.contains(&pb));
+        Ok(pb)
     }
 
     /// Erases physical block `pb` (its block on every die) and frees it.
     pub fn retire(&mut self, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        debug_assert!(!self.free.contains(&pb), "block {pb} is freed twice");
         for u in 0..self.units as usize {
             self.array.erase(u, t, st, cost);
         }
@@ -133,6 +138,11 @@ impl Core {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) {
+        debug_assert!(
+            ((dst / self.bp) as usize) < self.blocks,
+            "page {dst} is on the device"
+        );
+        debug_assert_ne!(old, Some(dst), "a page is never programmed over itself");
         let ps = self.front.page_size;
         let ready = match old.filter(|_| partial) {
             Some(src) => t.max(self.array.read(self.die(src), t, ps, st, cost)),
@@ -195,6 +205,10 @@ impl Core {
     }
 
     fn replace(&mut self, lb: u32, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
+        debug_assert!(
+            !self.free.contains(&pb),
+            "a free block never becomes a data block"
+        );
         let old = std::mem::replace(&mut self.data[lb as usize], pb);
         if old != NONE {
             self.retire(old, t, st, cost);
@@ -204,6 +218,10 @@ impl Core {
     /// Maps logical blocks `[0, n)` to physical blocks `[0, n)`, as writing
     /// them in order on a fresh device does (each log block switches).
     pub fn fill(&mut self, n: u32) {
+        assert!(
+            self.is_fresh() && n as usize <= self.data.len(),
+            "a fill maps a fresh device"
+        );
         for lb in 0..n {
             self.data[lb as usize] = lb;
         }
@@ -248,7 +266,7 @@ impl<S: Scheme> LogFtl<S> {
         s + cmd_ns
     }
 
-    #[cfg(test)]
+    /// Every block used once, and the scheme's own consistency.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
         self.core.check(&self.scheme)
     }
@@ -316,6 +334,10 @@ impl<S: Scheme> Model for LogFtl<S> {
 
     fn busy_until(&self) -> Option<Nanos> {
         Some(self.core.dev_free)
+    }
+
+    fn check_invariants(&self) -> std::result::Result<(), String> {
+        LogFtl::check_invariants(self)
     }
 
     fn fill(&mut self, len: u64) -> bool {

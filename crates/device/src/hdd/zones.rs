@@ -38,6 +38,7 @@ pub(super) fn sectors_per_track(
     rev: Nanos,
     sector: u64,
 ) -> Vec<u64> {
+    debug_assert!(outer >= inner && zones >= 1, "rates fall inwards");
     let last = f64::from(zones.max(2) - 1);
     (0..zones)
         .map(|k| {
@@ -59,6 +60,10 @@ pub(super) fn layout(
     switch: Nanos,
     settle: Nanos,
 ) -> Result<(Vec<Zone>, u64)> {
+    debug_assert!(
+        spts.iter().all(|&s| s > 0) && heads > 0,
+        "sectors on every track"
+    );
     let per_cylinder_set: u64 = spts.iter().sum::<u64>() * heads;
     let cyls = sectors.div_ceil(per_cylinder_set);
     let mut zones = Vec::with_capacity(spts.len());
@@ -87,6 +92,10 @@ pub(super) fn layout(
 
 /// The zone holding sector `lba`.
 pub(super) fn of_lba(zones: &[Zone], lba: u64) -> &Zone {
+    debug_assert!(
+        zones.first().is_some_and(|z| z.lba == 0),
+        "the first zone starts at LBA 0"
+    );
     &zones[zones.partition_point(|z| z.lba <= lba) - 1]
 }
 

@@ -56,7 +56,43 @@ pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Secti
     let dir = opts.dir("buffer")?;
     write_json(&dir.join("rows.json"), &rows)?;
     write_csv(&dir.join("rows.csv"), rows)?;
+    let (verdict, by_mix) = best_policies(rows);
+    let claim = claim_table(rows);
+    let detail = detail_table(rows);
+    plots(&dir, rows)?;
 
+    let head = format!(
+        "{} keys of {} bytes, {} warm-up + {} measured operations a run; \
+         write-ahead log off; hit ratio over page references (a page asked for again at once is one reference).",
+        size.records,
+        super::VALUE_BYTES,
+        size.warmup,
+        size.ops
+    );
+    let text = format!(
+        "Buffer replacement policies\n{head}\n{}\n{}\n{}\n{}",
+        verdict.replace("**", ""),
+        by_mix.text(),
+        claim.text(),
+        detail.text()
+    );
+    let markdown = format!(
+        "## Buffer replacement policies\n\n{head}\n\n{verdict}\n{}\n{}\n{}",
+        by_mix.markdown(),
+        claim.markdown(),
+        detail.markdown()
+    );
+    Ok(Section {
+        name: "buffer",
+        text,
+        markdown,
+        json: serde_json::to_value(rows).map_err(|e| LabError::Data(e.to_string()))?,
+    })
+}
+
+/// The best policy against LRU per device and store (a Markdown list, the
+/// winner in bold), and per workload (a table).
+fn best_policies(rows: &[Row]) -> (String, Table) {
     let mut verdict = String::new();
     let mut by_mix = Table::new(
         "Best policy vs LRU (geometric mean over buffer sizes)",
@@ -88,8 +124,11 @@ pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Secti
             }
         }
     }
+    (verdict, by_mix)
+}
 
-    let claim = claim_table(rows);
+/// Every policy and buffer size on ycsb-a, the in-place store on nand-ipl.
+fn detail_table(rows: &[Row]) -> Table {
     let mut detail = Table::new(
         "ycsb-a on nand-ipl, in-place store",
         &[
@@ -118,35 +157,7 @@ pub(super) fn write(opts: &LabOptions, size: Size, rows: &[Row]) -> Result<Secti
             f(r.energy_mj, 1),
         ]);
     }
-    plots(&dir, rows)?;
-
-    let head = format!(
-        "{} keys of {} bytes, {} warm-up + {} measured operations a run; \
-         write-ahead log off; hit ratio over page references (a page asked for again at once is one reference).",
-        size.records,
-        super::VALUE_BYTES,
-        size.warmup,
-        size.ops
-    );
-    let text = format!(
-        "Buffer replacement policies\n{head}\n{}\n{}\n{}\n{}",
-        verdict.replace("**", ""),
-        by_mix.text(),
-        claim.text(),
-        detail.text()
-    );
-    let markdown = format!(
-        "## Buffer replacement policies\n\n{head}\n\n{verdict}\n{}\n{}\n{}",
-        by_mix.markdown(),
-        claim.markdown(),
-        detail.markdown()
-    );
-    Ok(Section {
-        name: "buffer",
-        text,
-        markdown,
-        json: serde_json::to_value(rows).map_err(|e| LabError::Data(e.to_string()))?,
-    })
+    detail
 }
 
 /// The issue's claim, per buffer size: on ycsb-a with the in-place store

@@ -143,12 +143,18 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
     })
 }
 
+/// A device's trace; a panic elsewhere while it was held leaves it whole
+/// (every update is a single push or flag).
+fn lock(t: &SharedTrace) -> std::sync::MutexGuard<'_, super::record::Trace> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Requests the devices served since their traces were switched on, as
 /// (reads, writes).
 fn counts(traces: &[(&'static str, SharedTrace)]) -> (u64, u64) {
     let count = |w: bool| {
         let served = |t: &SharedTrace| {
-            let t = t.lock().unwrap();
+            let t = lock(t);
             t.ios.iter().filter(|io| io.write == w).count() as u64
         };
         traces.iter().map(|(_, t)| served(t)).sum::<u64>()
@@ -202,7 +208,7 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
         None => None,
     };
     for (_, t) in traces {
-        t.lock().unwrap().on = true;
+        lock(t).on = true;
     }
     // The host's clock: with a log disk, the later of it and the data device.
     let t0 = db.stats().device_clock_ns;
@@ -223,7 +229,7 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
     let devices = bench
         .traces
         .iter()
-        .map(|(n, t)| (*n, std::mem::take(&mut t.lock().unwrap().ios)))
+        .map(|(n, t)| (*n, std::mem::take(&mut lock(t).ios)))
         .collect();
     Ok(Run {
         row: Row {

@@ -18,63 +18,38 @@ const FIGURES: [(&str, &str, u32); 5] = [
 /// What a count plot shows of a row.
 type Measure = fn(&Row) -> f64;
 
+/// The seed layout's rows of experiment `e` for `store` on `nand-ipl`.
+fn pick<'a>(rows: &'a [Row], e: &str, store: &str) -> Vec<&'a Row> {
+    rows.iter()
+        .filter(|r| {
+            r.experiment == e && r.store == store && r.layout == "seed" && r.device == "nand-ipl"
+        })
+        .collect()
+}
+
+/// A line through `rs` at (`x`, `y`).
+fn line(name: String, rs: &[&Row], y: &dyn Fn(&Row) -> f64, x: &dyn Fn(&Row) -> f64) -> Series {
+    Series {
+        name,
+        points: rs.iter().map(|r| (x(r), y(r))).collect(),
+        markers_only: false,
+    }
+}
+
+fn ops(r: &Row) -> f64 {
+    r.ops as f64
+}
+
+/// Every figure: two per workload of [`FIGURES`], then the buffer sweep.
 pub fn write(dir: &Path, rows: &[Row]) -> Result<(), LabError> {
-    let pick = |e: &str, s: &str| -> Vec<&Row> {
-        rows.iter()
-            .filter(|r| {
-                r.experiment == e && r.store == s && r.layout == "seed" && r.device == "nand-ipl"
-            })
-            .collect()
-    };
-    let line =
-        |name: String, rs: &[&Row], y: &dyn Fn(&Row) -> f64, x: &dyn Fn(&Row) -> f64| Series {
-            name,
-            points: rs.iter().map(|r| (x(r), y(r))).collect(),
-            markers_only: false,
-        };
-    let ops = |r: &Row| r.ops as f64;
     for (e, title, fig) in FIGURES {
-        let (a, b) = (pick(e, "in-place"), pick(e, "ipl"));
-        let mut counts = Vec::new();
-        let measures: [(&str, Measure); 3] = [
-            ("reads", |r: &Row| r.reads as f64),
-            ("writes", |r: &Row| r.writes as f64),
-            ("erases", |r: &Row| r.erases as f64),
-        ];
-        for (m, y) in measures {
-            counts.push(line(format!("in-place {m}"), &a, &y, &ops));
-            counts.push(line(format!("ipl {m}"), &b, &y, &ops));
-        }
-        let t1 = format!("Figure 6.{fig}: {title}: Read, Write and Erase Count");
-        Plot {
-            title: &t1,
-            x_label: "operations",
-            y_label: "count",
-            log_x: false,
-            log_y: false,
-            series: &counts,
-        }
-        .write_svg(&dir.join(format!("fig6_{fig}-{e}-counts.svg")))?;
-        let est = [
-            line("in-place".into(), &a, &|r| r.est_ms, &ops),
-            line("ipl".into(), &b, &|r| r.est_ms, &ops),
-        ];
-        let t2 = format!("Figure 6.{}: {title}: Estimated Runtime", fig + 1);
-        Plot {
-            title: &t2,
-            x_label: "operations",
-            y_label: "estimated runtime (ms)",
-            log_x: false,
-            log_y: false,
-            series: &est,
-        }
-        .write_svg(&dir.join(format!("fig6_{}-{e}-runtime.svg", fig + 1)))?;
+        figure_pair(dir, rows, e, title, fig)?;
     }
     let pages = |r: &Row| r.buffer_pages as f64;
     let io = |r: &Row| (r.reads + r.writes) as f64;
     let (a, b) = (
-        pick("buffer-sweep", "in-place"),
-        pick("buffer-sweep", "ipl"),
+        pick(rows, "buffer-sweep", "in-place"),
+        pick(rows, "buffer-sweep", "ipl"),
     );
     let sweep = [
         line("in-place".into(), &a, &io, &pages),
@@ -89,5 +64,46 @@ pub fn write(dir: &Path, rows: &[Row]) -> Result<(), LabError> {
         series: &sweep,
     }
     .write_svg(&dir.join("fig6_11-buffer-sweep.svg"))?;
+    Ok(())
+}
+
+/// Figures 6.`fig` (reads, writes and erases) and 6.`fig + 1` (estimated
+/// runtime) of workload `e`, both stores against the operations run.
+fn figure_pair(dir: &Path, rows: &[Row], e: &str, title: &str, fig: u32) -> Result<(), LabError> {
+    let (a, b) = (pick(rows, e, "in-place"), pick(rows, e, "ipl"));
+    let mut counts = Vec::new();
+    let measures: [(&str, Measure); 3] = [
+        ("reads", |r: &Row| r.reads as f64),
+        ("writes", |r: &Row| r.writes as f64),
+        ("erases", |r: &Row| r.erases as f64),
+    ];
+    for (m, y) in measures {
+        counts.push(line(format!("in-place {m}"), &a, &y, &ops));
+        counts.push(line(format!("ipl {m}"), &b, &y, &ops));
+    }
+    let t1 = format!("Figure 6.{fig}: {title}: Read, Write and Erase Count");
+    Plot {
+        title: &t1,
+        x_label: "operations",
+        y_label: "count",
+        log_x: false,
+        log_y: false,
+        series: &counts,
+    }
+    .write_svg(&dir.join(format!("fig6_{fig}-{e}-counts.svg")))?;
+    let est = [
+        line("in-place".into(), &a, &|r| r.est_ms, &ops),
+        line("ipl".into(), &b, &|r| r.est_ms, &ops),
+    ];
+    let t2 = format!("Figure 6.{}: {title}: Estimated Runtime", fig + 1);
+    Plot {
+        title: &t2,
+        x_label: "operations",
+        y_label: "estimated runtime (ms)",
+        log_x: false,
+        log_y: false,
+        series: &est,
+    }
+    .write_svg(&dir.join(format!("fig6_{}-{e}-runtime.svg", fig + 1)))?;
     Ok(())
 }

@@ -85,7 +85,14 @@ pub(crate) fn row(t: Table, fields: &[i64]) -> Vec<u8> {
 
 pub(crate) fn field(row: &[u8], i: usize) -> i64 {
     row.get(8 * i..8 * i + 8)
-        .map_or(0, |b| i64::from_le_bytes(b.try_into().unwrap()))
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, i64::from_le_bytes)
+}
+
+/// The id a key ends in (an order number), if it is long enough to hold one.
+pub(crate) fn last_id(k: &[u8]) -> Option<u32> {
+    let at = k.len().checked_sub(4)?;
+    k[at..].try_into().ok().map(u32::from_be_bytes)
 }
 
 pub(crate) fn set_field(row: &mut [u8], i: usize, v: i64) {
@@ -108,83 +115,80 @@ const LOAD_BATCH: usize = 400;
 /// Loads the initial database (TPC-C clause 4.3: every customer has one
 /// order; the last 30 % of orders are still new).
 pub fn load(db: &Db, s: Scale, rng: &mut SmallRng) -> flashkv_engine::Result<()> {
-    let mut b = WriteBatch::default();
-    let mut put = |db: &Db, k: Vec<u8>, v: Vec<u8>| {
-        b.put(&k, &v);
-        if b.len() >= LOAD_BATCH {
-            db.write(std::mem::take(&mut b))?;
-        }
-        Ok::<_, flashkv_engine::Error>(())
+    let mut l = Loader {
+        db,
+        batch: WriteBatch::default(),
     };
     for i in 0..s.items {
-        put(
-            db,
-            key(Table::Item, &[i]),
-            row(Table::Item, &[rng.gen_range(100..10_000)]),
-        )?;
+        l.put(Table::Item, &[i], &[rng.gen_range(100..10_000)])?;
     }
     for w in 0..s.warehouses {
-        put(
-            db,
-            key(Table::Warehouse, &[w]),
-            row(Table::Warehouse, &[0, 0]),
-        )?;
+        l.put(Table::Warehouse, &[w], &[0, 0])?;
         for i in 0..s.items {
             let qty = rng.gen_range(10..=100);
-            put(
-                db,
-                key(Table::Stock, &[w, i]),
-                row(Table::Stock, &[qty, 0, 0]),
-            )?;
+            l.put(Table::Stock, &[w, i], &[qty, 0, 0])?;
         }
         for d in 0..DISTRICTS {
-            let next_o = i64::from(s.customers);
-            put(
-                db,
-                key(Table::District, &[w, d]),
-                row(Table::District, &[next_o, 0]),
-            )?;
-            for c in 0..s.customers {
-                put(
-                    db,
-                    key(Table::Customer, &[w, d, c]),
-                    row(Table::Customer, &[0, 0, 0]),
-                )?;
-            }
-            for o in 0..s.customers {
-                let c = o; // a permutation would do; the order is immaterial here
-                let lines = rng.gen_range(5..=15);
-                let new = o >= s.customers * 7 / 10;
-                put(
-                    db,
-                    key(Table::Order, &[w, d, o]),
-                    row(Table::Order, &[c.into(), i64::from(!new), lines]),
-                )?;
-                put(
-                    db,
-                    key(Table::OrderByCustomer, &[w, d, c, o]),
-                    row(Table::OrderByCustomer, &[]),
-                )?;
-                if new {
-                    put(
-                        db,
-                        key(Table::NewOrder, &[w, d, o]),
-                        row(Table::NewOrder, &[]),
-                    )?;
-                }
-                for l in 0..lines as u32 {
-                    let item = rng.gen_range(0..s.items);
-                    put(
-                        db,
-                        key(Table::OrderLine, &[w, d, o, l]),
-                        row(Table::OrderLine, &[item.into(), 5, 0, i64::from(!new)]),
-                    )?;
-                }
-            }
+            load_district(&mut l, s, w, d, rng)?;
         }
     }
-    if !b.is_empty() {
-        db.write(b)?;
+    l.finish()
+}
+
+/// District `d` of warehouse `w`: its customers and one order each.
+fn load_district(
+    l: &mut Loader,
+    s: Scale,
+    w: u32,
+    d: u32,
+    rng: &mut SmallRng,
+) -> flashkv_engine::Result<()> {
+    l.put(Table::District, &[w, d], &[i64::from(s.customers), 0])?;
+    for c in 0..s.customers {
+        l.put(Table::Customer, &[w, d, c], &[0, 0, 0])?;
+    }
+    for o in 0..s.customers {
+        let c = o; // a permutation would do; the order is immaterial here
+        let lines = rng.gen_range(5..=15);
+        let new = o >= s.customers * 7 / 10;
+        l.put(
+            Table::Order,
+            &[w, d, o],
+            &[c.into(), i64::from(!new), lines],
+        )?;
+        l.put(Table::OrderByCustomer, &[w, d, c, o], &[])?;
+        if new {
+            l.put(Table::NewOrder, &[w, d, o], &[])?;
+        }
+        for n in 0..lines as u32 {
+            let item = rng.gen_range(0..s.items);
+            let fields = [item.into(), 5, 0, i64::from(!new)];
+            l.put(Table::OrderLine, &[w, d, o, n], &fields)?;
+        }
     }
     Ok(())
+}
+
+/// Writes the rows it is given in batches of [`LOAD_BATCH`].
+struct Loader<'a> {
+    db: &'a Db,
+    batch: WriteBatch,
+}
+
+impl Loader<'_> {
+    fn put(&mut self, t: Table, ids: &[u32], fields: &[i64]) -> flashkv_engine::Result<()> {
+        self.batch.put(&key(t, ids), &row(t, fields));
+        if self.batch.len() >= LOAD_BATCH {
+            self.db.write(std::mem::take(&mut self.batch))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the last, partial batch.
+    fn finish(self) -> flashkv_engine::Result<()> {
+        if !self.batch.is_empty() {
+            self.db.write(self.batch)?;
+        }
+        Ok(())
+    }
 }

@@ -6,7 +6,7 @@ use std::ops::Bound::{Excluded, Included};
 use flashkv_engine::{Db, Result, WriteBatch};
 use rand::{rngs::SmallRng, Rng};
 
-use super::{add_field, field, key, nurand, row, set_field, Scale, Table, DISTRICTS};
+use super::{add_field, field, key, last_id, nurand, row, set_field, Scale, Table, DISTRICTS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -142,8 +142,7 @@ fn order_status(db: &Db, s: Scale, rng: &mut SmallRng, w: u32, d: u32) -> Result
         key(Table::OrderByCustomer, &[w, d, c + 1]),
     );
     let newest = db.scan_dir((Included(&lo[..]), Excluded(&hi[..])), true, 1)?;
-    if let Some((k, _)) = newest.first() {
-        let o = u32::from_be_bytes(k[k.len() - 4..].try_into().unwrap());
+    if let Some(o) = newest.first().and_then(|(k, _)| last_id(k)) {
         get(db, &key(Table::Order, &[w, d, o]))?;
         order_lines(db, w, d, o)?;
     }
@@ -172,8 +171,10 @@ fn delivery(db: &Db, w: u32, carrier: i64) -> Result<()> {
         else {
             continue;
         };
+        let Some(o) = last_id(&nk) else {
+            continue;
+        };
         b.delete(&nk);
-        let o = u32::from_be_bytes(nk[nk.len() - 4..].try_into().unwrap());
         let ok = key(Table::Order, &[w, d, o]);
         let mut order = get(db, &ok)?;
         set_field(&mut order, 1, carrier);
