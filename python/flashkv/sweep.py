@@ -123,7 +123,9 @@ def _dask(client: Any, experiment: str, pts: List[Params], quick: bool, seed: in
     except BaseException:
         client.cancel(futures)
         raise
-    return [o for o in out if o is not None]
+    done = [o for o in out if o is not None]
+    assert len(done) == n, "every point's future completed"
+    return done
 
 
 def sweep(

@@ -115,7 +115,10 @@ fn json_rows_have_exactly_the_issues_fields() {
     );
     assert_eq!(v["config"], "hdd");
     // `measure` is the seed's set-up: the log on its own disk, no promotion.
-    assert_eq!((&v["log_disk"], &v["promote"]), (&true.into(), &false.into()));
+    assert_eq!(
+        (&v["log_disk"], &v["promote"]),
+        (&true.into(), &false.into())
+    );
 }
 
 /// The seed's set-up puts the database's log on a disk of its own: it
