@@ -89,12 +89,14 @@ pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError
     let note = "Seed 002's rule of thumb: read the whole file once more than ~2 % of it is \
                 accessed on an HDD, ~83 % on an SSD. Breakeven f = (P / F_seq) / t_rand(P): \
                 page time at the best sequential rate over random page time.\n";
+    let (intel, why) = crate::seed002::note()?;
     Ok(Section {
         name: "advisor",
-        text: format!("{}\n{note}", t.text()),
+        text: format!("{}\n{note}\n{}\n{why}", t.text(), intel.text()),
         markdown: format!(
-            "## Advisor: block sizes, scan breakeven, five-minute rule\n\n{}\n{note}",
-            t.markdown()
+            "## Advisor: block sizes, scan breakeven, five-minute rule\n\n{}\n{note}\n{}\n{why}",
+            t.markdown(),
+            intel.markdown()
         ),
         json: serde_json::to_value(&all).map_err(|e| LabError::Data(e.to_string()))?,
     })

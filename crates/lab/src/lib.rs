@@ -16,6 +16,7 @@ pub mod points;
 pub mod profile;
 pub mod real;
 pub mod report;
+pub mod seed002;
 pub mod seed004;
 pub mod shard;
 pub mod sim_scale;
