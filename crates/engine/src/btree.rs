@@ -18,8 +18,9 @@ use std::ops::Bound;
 use serde::Serialize;
 
 use crate::buffer::BufferPool;
-use crate::error::{corrupt, Error, Result};
+use crate::error::{bad_tree, Error, Result};
 use crate::io::Disk;
+use crate::le::{u32_at, u64_at};
 use crate::options::IoProfile;
 use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
 use crate::store::PageStore;
@@ -30,6 +31,10 @@ pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 1 << 20;
 /// Deepest tree walked before declaring the structure corrupt.
 const MAX_DEPTH: usize = 64;
+/// Why a walk down the tree gave up.
+const TOO_DEEP: &str = "deeper than 64 levels (a pointer loop)";
+/// Why a tree pointer is refused.
+const NOT_TREE: &str = "a tree pointer reaches an overflow or free page";
 const OVERFLOW_CELL: usize = 13;
 
 /// The shape of the tree, from a walk of all of it ([`crate::Db::shape`]).
@@ -123,9 +128,9 @@ fn child_index(p: &Page, key: &[u8]) -> usize {
 fn child_at(p: &Page, i: usize) -> Result<PageId> {
     let v = p.val(i);
     if v.len() != 8 {
-        return Err(corrupt(format!("page {}: bad child pointer", p.id())));
+        return Err(bad_tree(p.id(), "a child pointer is not 8 bytes"));
     }
-    Ok(u64::from_le_bytes(v.try_into().unwrap()))
+    Ok(u64_at(v, 0))
 }
 
 /// Child of internal page `p` covering `key`.
@@ -155,12 +160,10 @@ pub(crate) fn get_resident(
         match p.kind() {
             Kind::Leaf => break p,
             Kind::Internal => id = child_for(p, key)?,
-            Kind::Overflow | Kind::Free => {
-                return Err(corrupt(format!("page {id}: not a tree page")))
-            }
+            Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
         }
         if used.len() > MAX_DEPTH {
-            return Err(corrupt("tree too deep"));
+            return Err(bad_tree(meta.root, TOO_DEEP));
         }
     };
     let value = match leaf.search(key) {
@@ -198,10 +201,10 @@ fn resident_leaf<'p>(
             (Kind::Internal, Some(k)) => child_for(p, k)?,
             (Kind::Internal, None) if rightmost && !p.is_empty() => child_at(p, p.len() - 1)?,
             (Kind::Internal, None) => p.next(),
-            _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+            _ => return Err(bad_tree(id, NOT_TREE)),
         };
     }
-    Err(corrupt("tree too deep"))
+    Err(bad_tree(meta.root, TOO_DEEP))
 }
 
 /// Whether `k` lies above the lower bound `lo` / below the upper bound `hi`.
@@ -299,7 +302,7 @@ const MAX_SHARED_LEAVES: usize = 64;
 impl Tree<'_> {
     fn page(&mut self, id: PageId) -> Result<&Page> {
         if id >= self.meta.next_page {
-            return Err(corrupt(format!("pointer to unallocated page {id}")));
+            return Err(bad_tree(id, "a pointer past the allocated pages"));
         }
         Ok(&self.pool.get(self.store, self.disk, id)?.page)
     }
@@ -328,7 +331,7 @@ impl Tree<'_> {
             id => {
                 let p = self.page(id)?;
                 if p.kind() != Kind::Free {
-                    return Err(corrupt(format!("page {id} on the free list is in use")));
+                    return Err(bad_tree(id, "a page on the free list is in use"));
                 }
                 self.meta.free_head = p.next();
                 id
@@ -342,12 +345,12 @@ impl Tree<'_> {
         if cell.first() != Some(&1) || cell.len() != OVERFLOW_CELL {
             return Ok(());
         }
-        let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
-        let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+        let len = u32_at(cell, 1) as usize;
+        let mut id = u64_at(cell, 5);
         for _ in 0..len.div_ceil(Page::overflow_capacity(self.store.page_size())) {
             let p = self.page(id)?;
             if p.kind() != Kind::Overflow {
-                return Err(corrupt(format!("page {id}: broken overflow chain")));
+                return Err(bad_tree(id, "broken overflow chain"));
             }
             let next = p.next();
             self.free_page(id)?;
@@ -376,12 +379,10 @@ impl Tree<'_> {
                     let c = child_for(p, key)?;
                     path.push(c);
                 }
-                Kind::Overflow | Kind::Free => {
-                    return Err(corrupt(format!("page {id}: not a tree page")))
-                }
+                Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
             }
             if path.len() > MAX_DEPTH {
-                return Err(corrupt("tree too deep"));
+                return Err(bad_tree(self.meta.root, TOO_DEEP));
             }
         }
     }
@@ -397,7 +398,7 @@ impl Tree<'_> {
         while !level.is_empty() {
             sh.height += 1;
             if sh.height as usize > MAX_DEPTH {
-                return Err(corrupt("tree too deep"));
+                return Err(bad_tree(self.meta.root, TOO_DEEP));
             }
             let mut next = Vec::new();
             for id in level {
@@ -419,12 +420,11 @@ impl Tree<'_> {
                             .iter()
                             .filter(|c| c.first() == Some(&1) && c.len() == OVERFLOW_CELL)
                         {
-                            let len =
-                                u32::from_le_bytes(c[1..5].try_into().expect("4 bytes")) as usize;
+                            let len = u32_at(c, 1) as usize;
                             sh.overflow_pages += len.div_ceil(Page::overflow_capacity(ps)) as u64;
                         }
                     }
-                    _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+                    _ => return Err(bad_tree(id, NOT_TREE)),
                 }
             }
             level = next;
@@ -433,7 +433,7 @@ impl Tree<'_> {
         while id != NO_PAGE {
             sh.free_pages += 1;
             if sh.free_pages > self.meta.next_page {
-                return Err(corrupt("free list loops"));
+                return Err(bad_tree(self.meta.free_head, "the free list loops"));
             }
             id = self.page(id)?.next();
         }
@@ -450,12 +450,10 @@ impl Tree<'_> {
                 Kind::Leaf => return Ok(id),
                 Kind::Internal if rightmost && !p.is_empty() => id = child_at(p, p.len() - 1)?,
                 Kind::Internal => id = p.next(),
-                Kind::Overflow | Kind::Free => {
-                    return Err(corrupt(format!("page {id}: not a tree page")))
-                }
+                Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
             }
         }
-        Err(corrupt("tree too deep"))
+        Err(bad_tree(self.meta.root, TOO_DEEP))
     }
 
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -464,36 +462,38 @@ impl Tree<'_> {
         match p.search(key) {
             Ok(i) => {
                 let cell = p.val(i).to_vec();
-                Ok(Some(self.load_value(&cell)?))
+                Ok(Some(self.load_value(leaf, &cell)?))
             }
             Err(_) => Ok(None),
         }
     }
 
-    fn load_value(&mut self, cell: &[u8]) -> Result<Vec<u8>> {
+    /// The value a cell of `leaf` holds, read from its overflow pages if
+    /// it is not inline.
+    fn load_value(&mut self, leaf: PageId, cell: &[u8]) -> Result<Vec<u8>> {
         match cell.first() {
             Some(0) => Ok(cell[1..].to_vec()),
             Some(1) if cell.len() == OVERFLOW_CELL => {
-                let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
-                let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+                let len = u32_at(cell, 1) as usize;
+                let mut id = u64_at(cell, 5);
                 if len > MAX_VALUE {
-                    return Err(corrupt("overflow value too long"));
+                    return Err(bad_tree(leaf, "an overflow value longer than the limit"));
                 }
                 let mut out = Vec::with_capacity(len);
                 while out.len() < len {
                     let p = self.page(id)?;
                     if p.kind() != Kind::Overflow || p.overflow_data().is_empty() {
-                        return Err(corrupt(format!("page {id}: broken overflow chain")));
+                        return Err(bad_tree(id, "broken overflow chain"));
                     }
                     out.extend_from_slice(p.overflow_data());
                     id = p.next();
                 }
                 if out.len() != len {
-                    return Err(corrupt("overflow chain longer than its value"));
+                    return Err(bad_tree(leaf, "an overflow chain longer than its value"));
                 }
                 Ok(out)
             }
-            _ => Err(corrupt("malformed value cell")),
+            _ => Err(crate::error::bad_page(leaf, "malformed value cell")),
         }
     }
 
@@ -653,14 +653,14 @@ impl Tree<'_> {
     /// of `path`; a node left with no child at all leaves its parent too.
     fn remove_child(&mut self, path: &[PageId], key: &[u8]) -> Result<()> {
         let Some((&id, above)) = path.split_last() else {
-            return Err(corrupt("removing a child of no node"));
+            return Err(bad_tree(self.meta.root, "a path without an internal node"));
         };
         let p = self.page(id)?;
         debug_assert_eq!(p.kind(), Kind::Internal);
         if p.is_empty() {
             // Its only child, the leftmost, is going: the node goes too.
             if above.is_empty() {
-                return Err(corrupt(format!("root {id} lost its only child")));
+                return Err(bad_tree(id, "the root lost its only child"));
             }
             self.remove_child(above, key)?;
             return self.free_page(id);
@@ -848,7 +848,12 @@ impl Tree<'_> {
             .map(|i| (node.key(i).to_vec(), node.val(i).to_vec()))
             .collect();
         match cells.binary_search_by(|(k, _)| k[..].cmp(&key)) {
-            Ok(_) => return Err(corrupt("separator already in its parent")),
+            Ok(_) => {
+                return Err(bad_tree(
+                    node.id(),
+                    "a new separator is already in its parent",
+                ))
+            }
             Err(i) => cells.insert(i, (key, child)),
         }
         let at = split_point(&cells).min(cells.len() - 1);
@@ -861,7 +866,7 @@ impl Tree<'_> {
         right.set_next(u64::from_le_bytes(
             up[..]
                 .try_into()
-                .map_err(|_| corrupt("bad child pointer"))?,
+                .map_err(|_| bad_tree(node.id(), "a child pointer is not 8 bytes"))?,
         ));
         for (i, (k, v)) in cells[at + 1..].iter().enumerate() {
             right.insert_at(i, k, v);
@@ -892,11 +897,11 @@ impl Tree<'_> {
         while id != NO_PAGE && out.len() < limit {
             visited += 1;
             if visited > self.meta.next_page {
-                return Err(corrupt("leaf chain loops"));
+                return Err(bad_tree(start, "the leaf chain loops"));
             }
             let p = self.scan_page(&mut runs, id, lo, hi)?;
             if p.kind() != Kind::Leaf {
-                return Err(corrupt(format!("page {id}: leaf chain reaches a non-leaf")));
+                return Err(bad_tree(id, "the leaf chain reaches a non-leaf"));
             }
             let mut cells = Vec::new();
             let mut done = false;
@@ -925,7 +930,7 @@ impl Tree<'_> {
                 if out.len() >= limit {
                     break;
                 }
-                let v = self.load_value(&c)?;
+                let v = self.load_value(id, &c)?;
                 out.push((k, v));
             }
             if done {
@@ -995,7 +1000,7 @@ impl Tree<'_> {
                 child_at(p, a - 1)?
             };
         }
-        Err(corrupt("tree too deep"))
+        Err(bad_tree(self.meta.root, TOO_DEEP))
     }
 
     /// Page `id` for a scan: the buffered copy when there is one (it may be
@@ -1009,7 +1014,7 @@ impl Tree<'_> {
         hi: Bound<&[u8]>,
     ) -> Result<Cow<'_, Page>> {
         if id >= self.meta.next_page {
-            return Err(corrupt(format!("pointer to unallocated page {id}")));
+            return Err(bad_tree(id, "a pointer past the allocated pages"));
         }
         let Some(r) = runs.as_mut().filter(|_| !self.pool.contains(id)) else {
             return Ok(Cow::Borrowed(self.page(id)?));

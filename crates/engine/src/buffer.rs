@@ -439,9 +439,10 @@ impl BufferPool {
     /// Applies logged operations to a page recovery installed earlier.
     pub fn replay_ops(&mut self, id: PageId, ops: &[Op]) -> Result<()> {
         let Some(f) = self.frames.get_mut(&id) else {
-            return Err(crate::error::corrupt(format!(
-                "log changes page {id}, which has no image in the log since the checkpoint"
-            )));
+            return Err(crate::error::bad_page(
+                id,
+                "the log changes it, but holds no image of it since the checkpoint",
+            ));
         };
         debug_assert!(f.dirty, "a page recovery installed is dirty");
         for op in ops {

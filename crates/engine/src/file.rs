@@ -2,7 +2,7 @@
 //! a time writes it.
 //!
 //! The device a file store sees has a fixed *virtual* capacity
-//! ([`crate::Options::max_size`]); the file itself is only as long as the
+//! ([`crate::OptionsBuilder::max_size`]); the file itself is only as long as the
 //! highest byte written, and reads past its end return zeros, so a new store
 //! of a few pages is a few hundred KiB on disk, not its capacity. Buffered
 //! I/O with fdatasync on flush: O_DIRECT would force 4 KiB sectors, and

@@ -18,12 +18,15 @@
 //!
 //! Cells grow down from the end of the page: `[key len u16][value len u16][key][value]`.
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{bad_page, Error, Result};
+use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
 
 pub type PageId = u64;
 /// "No page" in sibling and child pointers.
 pub const NO_PAGE: PageId = u64::MAX;
 pub const HEADER: usize = 48;
+/// The smallest page an image can be: a header and a little room.
+const MIN_SIZE: usize = HEADER + 16;
 pub const PAGE_VERSION: u8 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,16 +55,6 @@ impl std::fmt::Debug for Page {
     }
 }
 
-fn rd16(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
-}
-fn rd32(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
-}
-fn rd64(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
-}
-
 impl Page {
     /// An empty page of `size` bytes.
     pub fn new(size: usize, id: PageId, kind: Kind) -> Page {
@@ -81,11 +74,11 @@ impl Page {
     /// accessor can go out of bounds.
     pub fn from_bytes(buf: Box<[u8]>, expect: PageId) -> Result<Page> {
         let size = buf.len();
-        if size < HEADER + 16 {
-            return Err(corrupt("page too small"));
+        if size < MIN_SIZE {
+            return Err(bad_page(expect, "smaller than a page"));
         }
         if rd32(&buf, 0) != crc32c::crc32c(&buf[4..]) {
-            return Err(corrupt(format!("page {expect}: checksum mismatch")));
+            return Err(bad_page(expect, "checksum mismatch"));
         }
         if buf[4] != PAGE_VERSION {
             return Err(Error::Version {
@@ -96,10 +89,7 @@ impl Page {
         }
         let p = Page { buf };
         if p.id() != expect {
-            return Err(corrupt(format!(
-                "page {expect}: holds page {} instead",
-                p.id()
-            )));
+            return Err(bad_page(expect, "holds another page (a write went astray)"));
         }
         p.validate()?;
         Ok(p)
@@ -109,7 +99,7 @@ impl Page {
         let size = self.buf.len();
         let kind = self.buf[5];
         let n = self.len();
-        let bad = |what: &str| corrupt(format!("page {}: {what}", self.id()));
+        let bad = |why| bad_page(self.id(), why);
         match kind {
             1 | 2 => {}
             4 if n == 0 => return Ok(()),
@@ -357,7 +347,7 @@ impl Page {
     /// not match the page, which can only happen with a damaged log.
     pub fn apply(&mut self, op: &Op) -> Result<()> {
         let id = self.id();
-        let bad = || corrupt(format!("page {id}: log record does not apply"));
+        let bad = || bad_page(id, "a logged change does not apply to it");
         match op {
             Op::Insert(k, v) => match self.search(k) {
                 Err(i) if self.fits(k.len(), v.len()) => self.insert_at(i, k, v),
@@ -428,9 +418,9 @@ impl Op {
         }
     }
 
-    /// Decodes `n` records; any malformed byte is a corruption error.
-    pub fn decode_all(mut b: &[u8], n: usize) -> Result<Vec<Op>> {
-        let bad = || corrupt("malformed log record");
+    /// Decodes `n` records; any malformed byte is an error saying why.
+    pub fn decode_all(mut b: &[u8], n: usize) -> std::result::Result<Vec<Op>, &'static str> {
+        let bad = || "malformed page operation";
         let mut ops = Vec::with_capacity(n);
         for _ in 0..n {
             let (&t, rest) = b.split_first().ok_or_else(bad)?;
@@ -497,7 +487,7 @@ mod tests {
         assert_eq!(q.key(0), 1u32.to_be_bytes());
         assert!(matches!(
             Page::from_bytes(p.bytes().into(), 8),
-            Err(Error::Corrupt(_))
+            Err(Error::Corrupt { .. })
         ));
     }
 

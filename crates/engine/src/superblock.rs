@@ -6,8 +6,9 @@
 //! number, payload length, crc32c over the header's first 28 bytes and the
 //! payload. The payload is [`Checkpoint::encode`].
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u32_at, u64_at};
 use crate::options::{IplGeometry, StoreKind};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
@@ -48,21 +49,24 @@ pub(crate) struct Checkpoint {
     pub store_state: Vec<u8>,
 }
 
+/// Why a checkpoint's payload does not decode.
+type Malformed = &'static str;
+
 struct Reader<'a>(&'a [u8]);
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
+    fn take(&mut self, n: usize) -> std::result::Result<&[u8], Malformed> {
         if self.0.len() < n {
-            return Err(corrupt("checkpoint truncated"));
+            return Err("payload truncated");
         }
         let (a, b) = self.0.split_at(n);
         self.0 = b;
         Ok(a)
     }
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    fn u32(&mut self) -> std::result::Result<u32, Malformed> {
+        Ok(u32_at(self.take(4)?, 0))
     }
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    fn u64(&mut self) -> std::result::Result<u64, Malformed> {
+        Ok(u64_at(self.take(8)?, 0))
     }
 }
 
@@ -108,7 +112,12 @@ impl Checkpoint {
         p
     }
 
-    fn decode(version: u8, kind: u8, seq: u64, b: &[u8]) -> Result<Checkpoint> {
+    fn decode(
+        version: u8,
+        kind: u8,
+        seq: u64,
+        b: &[u8],
+    ) -> std::result::Result<Checkpoint, Malformed> {
         let mut r = Reader(b);
         let page_size = r.u32()?;
         let (ppu, nlog, spp) = (r.u32()?, r.u32()?, r.u32()?);
@@ -120,7 +129,7 @@ impl Checkpoint {
                 log_sectors: nlog,
                 sectors_per_page: (spp != 0).then_some(spp),
             }),
-            _ => return Err(corrupt("checkpoint: unknown page store")),
+            _ => return Err("unknown page store"),
         };
         let layout = Layout {
             slot_len: r.u64()?,
@@ -155,13 +164,15 @@ impl Checkpoint {
         if total > self.layout.slot_len {
             return Err(Error::Full("checkpoint larger than its slot"));
         }
+        debug_assert_eq!(
+            Self::decode(FORMAT_VERSION, self.kind_byte(), self.seq, &payload).as_ref(),
+            Ok(self),
+            "a checkpoint decodes to itself"
+        );
         let mut buf = vec![0u8; total as usize];
         buf[0..8].copy_from_slice(&MAGIC.to_le_bytes());
         buf[8] = FORMAT_VERSION;
-        buf[9] = match self.store {
-            StoreKind::InPlace => 1,
-            StoreKind::InPageLogging(_) => 2,
-        };
+        buf[9] = self.kind_byte();
         buf[16..24].copy_from_slice(&self.seq.to_le_bytes());
         buf[24..28].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         buf[HDR..HDR + payload.len()].copy_from_slice(&payload);
@@ -213,7 +224,7 @@ impl Checkpoint {
                     }
                 }
                 Err(e) => {
-                    torn_first |= slot == 0 && (magic_prefix || matches!(e, Error::Corrupt(_)));
+                    torn_first |= slot == 0 && (magic_prefix || matches!(e, Error::Corrupt { .. }));
                     first_err = first_err.or(Some(e));
                 }
             }
@@ -223,7 +234,7 @@ impl Checkpoint {
             (Some(c), _) => Ok(Some(c)),
             (None, _) if fresh => Ok(None),
             // The magic matched but the rest did not: ours, and damaged.
-            (None, Some(e @ (Error::Version { .. } | Error::Corrupt(_)))) => Err(e),
+            (None, Some(e @ (Error::Version { .. } | Error::Corrupt { .. }))) => Err(e),
             (None, _) => Err(Error::NotAStore),
         }
     }
@@ -243,8 +254,17 @@ impl Checkpoint {
         Ok(buf.iter().all(|&b| b == 0))
     }
 
+    /// The header's page-store byte.
+    fn kind_byte(&self) -> u8 {
+        match self.store {
+            StoreKind::InPlace => 1,
+            StoreKind::InPageLogging(_) => 2,
+        }
+    }
+
     fn parse(disk: &mut Disk, off: u64, slot_len: u64, head: Vec<u8>) -> Result<Checkpoint> {
-        if u64::from_le_bytes(head[0..8].try_into().unwrap()) != MAGIC {
+        let bad = |why| corrupt(Structure::Checkpoint, Location::Offset(off), why);
+        if u64_at(&head, 0) != MAGIC {
             return Err(Error::NotAStore);
         }
         if !(1..=FORMAT_VERSION).contains(&head[8]) {
@@ -254,12 +274,12 @@ impl Checkpoint {
                 expected: FORMAT_VERSION,
             });
         }
-        let seq = u64::from_le_bytes(head[16..24].try_into().unwrap());
-        let plen = u32::from_le_bytes(head[24..28].try_into().unwrap()) as usize;
+        let seq = u64_at(&head, 16);
+        let plen = u32_at(&head, 24) as usize;
         let sector = head.len() as u64;
         let total = ((HDR + plen) as u64).div_ceil(sector) * sector;
         if total > slot_len || off + total > disk.geo.capacity {
-            return Err(corrupt("checkpoint length out of range"));
+            return Err(bad("length out of range"));
         }
         let mut buf = head;
         buf.resize(total as usize, 0);
@@ -268,12 +288,12 @@ impl Checkpoint {
         }
         let payload = &buf[HDR..HDR + plen];
         let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..28]), payload);
-        if crc != u32::from_le_bytes(buf[28..32].try_into().unwrap()) {
-            return Err(corrupt("checkpoint checksum mismatch"));
+        if crc != u32_at(&buf, 28) {
+            return Err(bad("checksum mismatch"));
         }
-        let c = Self::decode(buf[8], buf[9], seq, payload)?;
+        let c = Self::decode(buf[8], buf[9], seq, payload).map_err(bad)?;
         if c.layout.slot_len != slot_len {
-            return Err(corrupt("checkpoint slot size mismatch"));
+            return Err(bad("slot size disagrees with the device"));
         }
         Ok(c)
     }

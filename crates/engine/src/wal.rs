@@ -23,8 +23,17 @@
 //! durable, that record was acknowledged and then damaged, which is
 //! [`Error::Corrupt`], never a silent end of the log.
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u16_at, u32_at, u64_at};
+
+/// A record recovery read back.
+pub(crate) struct Logged {
+    /// Its sequence number.
+    pub seq: u64,
+    pub kind: u8,
+    pub payload: Vec<u8>,
+}
 
 /// A record read back.
 struct Record {
@@ -84,7 +93,7 @@ pub(crate) struct Wal {
 
 /// Checksum of a record: header without its crc field, then the payload.
 fn record_crc(rec: &[u8]) -> u32 {
-    let plen = u32::from_le_bytes(rec[16..20].try_into().unwrap()) as usize;
+    let plen = u32_at(rec, 16) as usize;
     let c = crc32c::crc32c(&rec[0..20]);
     crc32c::crc32c_append(
         crc32c::crc32c_append(c, &rec[24..32]),
@@ -181,7 +190,7 @@ impl Wal {
         if self.header(&head) != Header::Ours(seq) {
             return Ok(Found::Not(Some(head)));
         }
-        let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes")) as usize;
+        let plen = u32_at(&head, 16) as usize;
         let total = self.record_len(plen);
         if pos + total > self.len {
             return Ok(Found::Not(Some(head)));
@@ -193,13 +202,13 @@ impl Wal {
             disk.read(Region::Wal, self.start + pos + self.sector, &mut buf[s..])?;
         }
         buf.truncate(HDR + plen);
-        if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().expect("4 bytes")) {
+        if record_crc(&buf) != u32_at(&buf, 20) {
             buf.truncate(self.sector as usize);
             return Ok(Found::Not(Some(buf)));
         }
         let back = match buf[4] {
             1 => u16::MAX, // version 1 did not say
-            _ => u16::from_le_bytes([buf[6], buf[7]]),
+            _ => u16_at(&buf, 6),
         };
         Ok(Found::Record(Record {
             kind: buf[5],
@@ -211,10 +220,10 @@ impl Wal {
 
     /// What a sector holding a record header says, checksum unchecked.
     fn header(&self, head: &[u8]) -> Header {
-        let magic = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) == MAGIC;
-        let epoch = u64::from_le_bytes(head[24..32].try_into().expect("8 bytes"));
+        let magic = u32_at(head, 0) == MAGIC;
+        let epoch = u64_at(head, 24);
         match (magic && matches!(head[4], 1 | 2), epoch == self.epoch) {
-            (true, true) => Header::Ours(u64::from_le_bytes(head[8..16].try_into().expect("8"))),
+            (true, true) => Header::Ours(u64_at(head, 8)),
             (true, false) => Header::Stale,
             _ if head.iter().all(|&b| b == 0) => Header::Blank,
             _ => Header::Damaged,
@@ -225,13 +234,17 @@ impl Wal {
     /// sequence number `self.next_seq`, and positions the log after them.
     /// A damaged record that a later record says was durable is
     /// [`Error::Corrupt`], not the end of the log.
-    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
+    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<Logged>> {
         let mut out = Vec::new();
         self.pos = 0;
         let end = loop {
             match self.read_at(disk, self.pos, self.next_seq)? {
                 Found::Record(r) => {
-                    out.push((r.kind, r.payload));
+                    out.push(Logged {
+                        seq: self.next_seq,
+                        kind: r.kind,
+                        payload: r.payload,
+                    });
                     self.pos += r.total;
                     self.next_seq += 1;
                 }
@@ -260,7 +273,7 @@ impl Wal {
             Header::Blank | Header::Stale => return Ok(()),
             // Its header is whole: the next record follows it.
             Header::Ours(s) if s == lost => {
-                let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+                let plen = u32_at(head, 16);
                 Some(pos + self.record_len(plen as usize))
             }
             _ => self.search(disk, pos, lost + 1)?,
@@ -271,9 +284,11 @@ impl Wal {
                 break;
             };
             if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
-                return Err(corrupt(format!(
-                    "write-ahead log record {lost} is damaged, and record {seq} after it says it was durable"
-                )));
+                return Err(corrupt(
+                    Structure::LogRecord,
+                    Location::Record(lost),
+                    "damaged, and a later record says it was durable",
+                ));
             }
             at = Some(p + r.total);
             seq += 1;

@@ -53,7 +53,7 @@ fn detected(what: &str, e: Error) {
     assert!(
         matches!(
             e,
-            Error::Corrupt(_) | Error::Device(_) | Error::Version { .. } | Error::NotAStore
+            Error::Corrupt { .. } | Error::Device(_) | Error::Version { .. } | Error::NotAStore
         ),
         "{what}: damage reported as {e:?}"
     );
@@ -158,12 +158,14 @@ fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> b
     let frames = [1, 2, 8][rng.gen_range(0..3)];
     let n = rng.gen_range(40..120);
     let ops = workload(&mut rng, n, 150);
-    let o = Options::default()
+    let o = Options::builder()
         .store(kind)
         .buffer_pages(frames)
         .sync(rng.gen_bool(0.3))
         .wal_size([512 << 10, 1 << 20][rng.gen_range(0..2)])
-        .max_size(24 << 20);
+        .max_size(24 << 20)
+        .build()
+        .unwrap();
     let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
     let dev = device(nand, plan(fault, rng.gen()));
     let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();

@@ -18,7 +18,7 @@ use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
 #[derive(Debug)]
-pub struct Arc {
+pub struct ArcPolicy {
     c: usize,
     /// Target size of `T1`.
     p: usize,
@@ -30,9 +30,9 @@ pub struct Arc {
     last: Option<PageId>,
 }
 
-impl Arc {
-    pub fn new(frames: usize) -> Arc {
-        Arc {
+impl ArcPolicy {
+    pub fn new(frames: usize) -> ArcPolicy {
+        ArcPolicy {
             c: frames.max(1),
             p: 0,
             t1: Recency::default(),
@@ -63,7 +63,7 @@ fn first_evictable(list: &Recency, frames: &dyn FrameView) -> Option<PageId> {
     list.iter().find(|&p| frames.evictable(p))
 }
 
-impl Policy for Arc {
+impl Policy for ArcPolicy {
     fn name(&self) -> &'static str {
         "arc"
     }
@@ -115,7 +115,7 @@ mod tests {
     fn arc_keeps_frequent_pages_through_a_scan() {
         // 1 and 2 are used twice (T2); the one-shot scan 3..6 only churns T1,
         // where LRU would have evicted 1 and 2.
-        let mut a = Arc::new(3);
+        let mut a = ArcPolicy::new(3);
         let (victims, _) = run(&mut a, 3, 100, &refs("r1 r2 r1 r2 r3 r4 r5 r6 r1 r2"));
         assert_eq!(victims, vec![3, 4, 5]);
     }
@@ -124,7 +124,7 @@ mod tests {
     fn arc_takes_an_immediate_repeat_for_the_same_reference() {
         // 1 and 2 are each requested twice in a row on loading: still T1, so
         // the frequent 1 (used again later) survives the one-shot 3 and 4.
-        let mut a = Arc::new(3);
+        let mut a = ArcPolicy::new(3);
         let (victims, _) = run(&mut a, 3, 100, &refs("r1 r1 r2 r2 r1 r3 r3 r4 r4"));
         assert_eq!(victims, vec![2]);
         assert!(a.t2.contains(1) && a.t1.contains(3) && a.t1.contains(4));
@@ -134,7 +134,7 @@ mod tests {
     fn arc_ghost_hit_in_b1_grows_t1() {
         // 2 is evicted from T1 into B1; its return raises p to 1 and puts it
         // in T2 beside the frequent 1.
-        let mut a = Arc::new(2);
+        let mut a = ArcPolicy::new(2);
         let (victims, _) = run(&mut a, 2, 100, &refs("r1 r2 r1 r3 r2"));
         assert_eq!(victims, vec![2, 3]);
         assert_eq!(a.p, 1);

@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u32_at, u64_at};
 use crate::options::StoreKind;
 use crate::page::{Page, PageId};
 
@@ -235,19 +236,20 @@ impl PageStore for InPlace {
 
     fn encode_state(&self, _: &mut Vec<u8>) {}
 
-    fn replay(&mut self, disk: &mut Disk, kind: u8, b: &[u8]) -> Result<()> {
+    fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()> {
+        let bad = |why| corrupt(Structure::LogRecord, Location::Record(seq), why);
         if kind != UNIT_RECORD || b.len() != 20 {
-            return Err(corrupt("unexpected log record for the in-place store"));
+            return Err(bad("not a record of the in-place store"));
         }
-        let base = u64::from_le_bytes(b[0..8].try_into().unwrap());
-        let s = u64::from_le_bytes(b[8..16].try_into().unwrap());
-        let crc = u32::from_le_bytes(b[16..20].try_into().unwrap());
+        let base = u64_at(b, 0);
+        let s = u64_at(b, 8);
+        let crc = u32_at(b, 16);
         if !self.scratch.is_some_and(|sc| sc.contains(&s))
             || base % self.unit != 0
             || base < self.start
             || base + self.unit > self.start + self.len
         {
-            return Err(corrupt("unit rewrite record out of range"));
+            return Err(bad("a unit rewrite out of range"));
         }
         let mut unit = vec![0u8; self.unit as usize];
         disk.read(Region::Meta, s, &mut unit)?;
