@@ -42,8 +42,11 @@ const OVERFLOW_CELL: usize = 13;
 pub struct Shape {
     /// Levels from the root to the leaves (1: the root is a leaf).
     pub height: u32,
+    /// Keys in the leaves.
     pub keys: u64,
+    /// Leaf pages.
     pub leaf_pages: u64,
+    /// Internal (index) pages.
     pub internal_pages: u64,
     /// Pages holding values too large for a leaf.
     pub overflow_pages: u64,
@@ -93,7 +96,9 @@ fn max_cell(page_size: usize) -> usize {
 
 /// Longest key pages of this size hold.
 pub(crate) fn max_key(page_size: usize) -> usize {
-    MAX_KEY.min(max_cell(page_size) - Page::cell_size(0, OVERFLOW_CELL))
+    let max = MAX_KEY.min(max_cell(page_size) - Page::cell_size(0, OVERFLOW_CELL));
+    debug_assert!(max > 0, "a {page_size}-byte page holds a key");
+    max
 }
 
 pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
@@ -117,15 +122,23 @@ pub(crate) fn check_value(val: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The last page of a path from the root (a leaf, once the path is whole).
+fn leaf_of(path: &[PageId]) -> PageId {
+    *path.last().expect("a path holds at least the root")
+}
+
 /// Index among the children of internal page `p` (0: the leftmost) of the one covering `key`.
 fn child_index(p: &Page, key: &[u8]) -> usize {
+    debug_assert_eq!(p.kind(), Kind::Internal, "page {}", p.id());
     match p.search(key) {
         Ok(i) => i + 1,
         Err(i) => i,
     }
 }
 
+/// The child of internal page `p` right of its separator `i`.
 fn child_at(p: &Page, i: usize) -> Result<PageId> {
+    debug_assert!(i < p.len(), "page {}: child {i} of {}", p.id(), p.len());
     let v = p.val(i);
     if v.len() != 8 {
         return Err(bad_tree(p.id(), "a child pointer is not 8 bytes"));
@@ -166,6 +179,7 @@ pub(crate) fn get_resident(
             return Err(bad_tree(meta.root, TOO_DEEP));
         }
     };
+    debug_assert_eq!(leaf.kind(), Kind::Leaf, "a descent ends at a leaf");
     let value = match leaf.search(key) {
         Err(_) => None,
         Ok(i) => {
@@ -208,14 +222,14 @@ fn resident_leaf<'p>(
 }
 
 /// Whether `k` lies above the lower bound `lo` / below the upper bound `hi`.
-fn above(k: &[u8], lo: Bound<&[u8]>) -> bool {
+pub(crate) fn above(k: &[u8], lo: Bound<&[u8]>) -> bool {
     match lo {
         Bound::Included(b) => k >= b,
         Bound::Excluded(b) => k > b,
         Bound::Unbounded => true,
     }
 }
-fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
+pub(crate) fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
     match hi {
         Bound::Included(b) => k <= b,
         Bound::Excluded(b) => k < b,
@@ -314,6 +328,11 @@ impl Tree<'_> {
     }
 
     fn put_whole(&mut self, page: Page) -> Result<()> {
+        debug_assert!(
+            page.id() < self.meta.next_page,
+            "page {} allocated",
+            page.id()
+        );
         self.pool.put_whole(self.store, self.disk, page)
     }
 
@@ -337,6 +356,11 @@ impl Tree<'_> {
                 id
             }
         };
+        debug_assert!(id < self.meta.next_page, "page {id} allocated");
+        debug_assert_ne!(
+            self.meta.free_head, id,
+            "the free list moved past the page it gave"
+        );
         Ok(Page::new(self.store.page_size(), id, kind))
     }
 
@@ -361,6 +385,11 @@ impl Tree<'_> {
 
     /// Creates the empty root leaf of a new tree.
     pub fn create(&mut self) -> Result<()> {
+        assert_eq!(self.meta.next_page, 0, "a new tree's store holds no page");
+        assert_eq!(
+            self.meta.free_head, NO_PAGE,
+            "a new tree's free list is empty"
+        );
         let root = self.alloc(Kind::Leaf)?;
         self.meta.root = root.id();
         self.put_whole(root)
@@ -371,10 +400,13 @@ impl Tree<'_> {
         let mut path = Vec::with_capacity(8);
         path.push(self.meta.root);
         loop {
-            let id = *path.last().unwrap();
+            let id = leaf_of(&path);
             let p = self.page(id)?;
             match p.kind() {
-                Kind::Leaf => return Ok(path),
+                Kind::Leaf => {
+                    debug_assert_eq!(path[0], self.meta.root, "a path starts at the root");
+                    return Ok(path);
+                }
                 Kind::Internal => {
                     let c = child_for(p, key)?;
                     path.push(c);
@@ -438,6 +470,14 @@ impl Tree<'_> {
             id = self.page(id)?.next();
         }
         sh.leaf_fill = used as f64 / (sh.leaf_pages.max(1) * Page::capacity(ps) as u64) as f64;
+        debug_assert!(
+            (0.0..=1.0).contains(&sh.leaf_fill),
+            "leaves fit their pages"
+        );
+        debug_assert!(
+            sh.leaf_pages + sh.internal_pages + sh.overflow_pages + sh.free_pages <= sh.pages,
+            "every page is one thing: {sh:?}"
+        );
         Ok(sh)
     }
 
@@ -457,7 +497,7 @@ impl Tree<'_> {
     }
 
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let leaf = *self.path(key)?.last().unwrap();
+        let leaf = leaf_of(&self.path(key)?);
         let p = self.page(leaf)?;
         match p.search(key) {
             Ok(i) => {
@@ -500,6 +540,14 @@ impl Tree<'_> {
     /// The cell for `val`, writing overflow pages when it is not kept inline.
     fn store_value(&mut self, key: &[u8], val: &[u8]) -> Result<Vec<u8>> {
         let ps = self.store.page_size();
+        assert!(
+            val.len() <= MAX_VALUE,
+            "values are checked before they are stored"
+        );
+        assert!(
+            key.len() <= max_key(ps),
+            "keys are checked before they are stored"
+        );
         if Page::cell_size(key.len(), 1 + val.len()) <= max_cell(ps) {
             let mut c = Vec::with_capacity(1 + val.len());
             c.push(0);
@@ -523,6 +571,11 @@ impl Tree<'_> {
         let mut c = vec![1u8];
         c.extend_from_slice(&(val.len() as u32).to_le_bytes());
         c.extend_from_slice(&first.to_le_bytes());
+        debug_assert_eq!(c.len(), OVERFLOW_CELL);
+        debug_assert!(
+            Page::cell_size(key.len(), c.len()) <= max_cell(ps),
+            "the cell fits"
+        );
         Ok(c)
     }
 
@@ -530,7 +583,7 @@ impl Tree<'_> {
     pub fn put(&mut self, key: &[u8], val: &[u8]) -> Result<bool> {
         let cell = self.store_value(key, val)?;
         let path = self.path(key)?;
-        let leaf = *path.last().unwrap();
+        let leaf = leaf_of(&path);
         let p = self.page(leaf)?;
         let cap = Page::capacity(p.size());
         match p.search(key) {
@@ -559,8 +612,12 @@ impl Tree<'_> {
     /// Removes `key`. Returns whether it existed. A leaf left empty leaves
     /// the tree and its page goes on the free list.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        debug_assert!(
+            key.len() <= max_key(self.store.page_size()),
+            "keys are checked first"
+        );
         let path = self.path(key)?;
-        let leaf = *path.last().unwrap();
+        let leaf = leaf_of(&path);
         let p = self.page(leaf)?;
         let Ok(i) = p.search(key) else {
             return Ok(false);
@@ -631,6 +688,13 @@ impl Tree<'_> {
         if r.next() != NO_PAGE {
             self.apply(r.next(), Op::SetPrev(left))?;
         }
+        debug_assert!(self.node_holds(left, None, None), "merged leaf {left}");
+        debug_assert!(
+            self.pool
+                .peek(left)
+                .is_some_and(|m| m.len() == l.len() + r.len() && m.next() == r.next()),
+            "leaf {left} took every cell of {right} and its place in the chain"
+        );
         self.apply(parent, Op::Delete(separator))?;
         self.free_page(right)?;
         self.shrink_root()
@@ -639,6 +703,10 @@ impl Tree<'_> {
     /// Joins the siblings of an empty leaf to each other.
     fn unlink_leaf(&mut self, leaf: PageId) -> Result<()> {
         let p = self.page(leaf)?;
+        debug_assert!(
+            p.kind() == Kind::Leaf && p.is_empty(),
+            "only an empty leaf leaves"
+        );
         let (prev, next) = (p.prev(), p.next());
         if prev != NO_PAGE {
             self.apply(prev, Op::SetNext(next))?;
@@ -681,6 +749,8 @@ impl Tree<'_> {
 
     /// Puts page `id` (no longer referenced) on the free list.
     fn free_page(&mut self, id: PageId) -> Result<()> {
+        assert_ne!(id, self.meta.root, "the root is never freed");
+        assert_ne!(id, self.meta.free_head, "a page is freed once");
         let mut free = Page::new(self.store.page_size(), id, Kind::Free);
         free.set_next(self.meta.free_head);
         self.put_whole(free)?;
@@ -694,6 +764,10 @@ impl Tree<'_> {
             let root = self.meta.root;
             let p = self.page(root)?;
             if p.kind() != Kind::Internal || !p.is_empty() {
+                debug_assert!(
+                    p.kind() != Kind::Internal || p.next() != NO_PAGE,
+                    "root {root} has a leftmost child"
+                );
                 return Ok(());
             }
             self.meta.root = p.next();
@@ -710,6 +784,7 @@ impl Tree<'_> {
         cell: Vec<u8>,
         replace: bool,
     ) -> Result<()> {
+        assert!(!path.is_empty(), "a split starts at a node");
         let mut level = path.len() - 1;
         let (mut key, mut cell, mut replace) = (key, cell, replace);
         loop {
@@ -721,7 +796,16 @@ impl Tree<'_> {
                 self.split_internal(node, key, cell)?
             };
             let (sep, right) = split;
+            debug_assert!(
+                self.node_holds(id, None, Some(&sep)),
+                "left half of node {id}"
+            );
+            debug_assert!(
+                self.node_holds(right, Some(&sep), None),
+                "right half of node {id}"
+            );
             if level == 0 {
+                assert_eq!(id, self.meta.root, "the top of a path is the root");
                 let mut root = self.alloc(Kind::Internal)?;
                 root.set_next(id);
                 root.insert_at(0, &sep, &right.to_le_bytes());
@@ -798,6 +882,10 @@ impl Tree<'_> {
             self.put_whole(node)?;
         }
         self.put_whole(right)?;
+        debug_assert!(
+            self.sixth_full(id) && self.sixth_full(rid),
+            "a split of leaf {id} leaves both halves a sixth full"
+        );
         if old_next != NO_PAGE {
             self.apply(old_next, Op::SetPrev(rid))?;
         }
@@ -856,6 +944,7 @@ impl Tree<'_> {
             }
             Err(i) => cells.insert(i, (key, child)),
         }
+        assert!(cells.len() >= 2, "a full internal node splits in two");
         let at = split_point(&cells).min(cells.len() - 1);
         let mut right = self.alloc(Kind::Internal)?;
         node.clear_cells();
@@ -887,8 +976,8 @@ impl Tree<'_> {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         let start = match (reverse, lo, hi) {
-            (false, Bound::Included(k) | Bound::Excluded(k), _) => *self.path(k)?.last().unwrap(),
-            (true, _, Bound::Included(k) | Bound::Excluded(k)) => *self.path(k)?.last().unwrap(),
+            (false, Bound::Included(k) | Bound::Excluded(k), _) => leaf_of(&self.path(k)?),
+            (true, _, Bound::Included(k) | Bound::Excluded(k)) => leaf_of(&self.path(k)?),
             (r, _, _) => self.edge_leaf(r)?,
         };
         let mut runs = self.plan_runs(lo, hi, limit)?;
@@ -938,11 +1027,50 @@ impl Tree<'_> {
             }
             id = next;
         }
+        debug_assert!(out.len() <= limit, "a scan stops at its limit");
+        debug_assert!(
+            out.windows(2).all(|w| match reverse {
+                false => w[0].0 < w[1].0,
+                true => w[0].0 > w[1].0,
+            }),
+            "a scan returns keys in order, each once"
+        );
         Ok(out)
     }
 }
 
 impl Tree<'_> {
+    /// Debug builds: whether resident node `id` is well formed: a leaf or
+    /// an internal node whose cells fit its page in strict key order, every
+    /// key at or above `lo` and below `hi`, an internal node's children all
+    /// allocated pages.
+    fn node_holds(&self, id: PageId, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let Some(p) = self.pool.peek(id) else {
+            return false;
+        };
+        let sorted = (1..p.len()).all(|i| p.key(i - 1) < p.key(i));
+        let inside = (0..p.len())
+            .all(|i| lo.is_none_or(|lo| p.key(i) >= lo) && hi.is_none_or(|hi| p.key(i) < hi));
+        let allocated = |c: PageId| c < self.meta.next_page;
+        let links = match p.kind() {
+            Kind::Leaf => true,
+            Kind::Internal => {
+                allocated(p.next()) && (0..p.len()).all(|i| child_at(p, i).is_ok_and(allocated))
+            }
+            Kind::Overflow | Kind::Free => false,
+        };
+        sorted && inside && links && p.used() <= Page::capacity(p.size())
+    }
+
+    /// Debug builds: whether resident leaf `id` is at least a sixth full,
+    /// as both halves of a leaf split are (each cell is at most a third of
+    /// a page and the split is at the middle byte).
+    fn sixth_full(&self, id: PageId) -> bool {
+        self.pool
+            .peek(id)
+            .is_some_and(|p| p.used() * 6 >= Page::capacity(p.size()))
+    }
+
     /// Runs for a scan of `lo..hi` when it is expected to touch more than
     /// the breakeven fraction of the store (seed 002): then reading it all
     /// in large sequential requests costs less than reading its pages one
@@ -1054,6 +1182,7 @@ type CellRef<'a> = (&'a [u8], &'a [u8]);
 /// A leaf's cells with `key`'s cell put in (replacing the key's old one),
 /// borrowed, and where it went.
 fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<'a>>, usize) {
+    debug_assert_eq!(node.kind(), Kind::Leaf, "page {}", node.id());
     let mut cells: Vec<CellRef> = Vec::with_capacity(node.len() + 1);
     cells.extend((0..node.len()).map(|i| (node.key(i), node.val(i))));
     let pos = match node.search(key) {
@@ -1071,6 +1200,7 @@ fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<
 
 /// Index of the first cell of the right half: about half the bytes each side.
 fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
+    assert!(cells.len() >= 2, "a split has a cell for each side");
     let size = |(k, v): &(K, V)| Page::cell_size(k.as_ref().len(), v.as_ref().len());
     let total: usize = cells.iter().map(size).sum();
     let mut acc = 0;

@@ -90,10 +90,11 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
         .create_new(created)
         .open(path)
         .map_err(|e| io_err(path, e))?;
+    let capacity = capacity - capacity % u64::from(SECTOR);
     let dev = StoreFile {
         file,
         path: path.to_path_buf(),
-        capacity: capacity - capacity % u64::from(SECTOR),
+        capacity,
         opened: Instant::now(),
         stats: DeviceStats::default(),
     };
@@ -210,6 +211,7 @@ impl BlockDevice for StoreFile {
                 Err(e) => return Err(self.dev_err(e)),
             }
         }
+        debug_assert!(got <= buf.len(), "a read fills at most its buffer");
         buf[got..].fill(0);
         self.stats.host_reads += 1;
         self.stats.host_read_bytes += buf.len() as u64;

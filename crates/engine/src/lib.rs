@@ -110,6 +110,9 @@
 //! assert_eq!(db.scan_rev(..).unwrap()[0].0, b"x".to_vec());
 //! ```
 
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
 mod btree;
 mod buffer;
 mod db;

@@ -54,6 +54,8 @@ pub(crate) enum Entry {
 /// [`Writer::finish`].
 pub(crate) struct Writer {
     buf: Vec<u8>,
+    /// Page size of the images written (0: none yet), to check the record.
+    page_size: usize,
     entries: u32,
     /// Where the entries start (after the entry count).
     body_at: usize,
@@ -68,12 +70,15 @@ impl Writer {
         buf.extend_from_slice(&0u32.to_le_bytes());
         Writer {
             buf,
+            page_size: 0,
             entries: 0,
             body_at: META_BYTES,
         }
     }
 
     fn entry(&mut self, tag: u8, id: PageId, len: usize) {
+        assert!(len <= u32::MAX as usize, "an entry's length fits its field");
+        assert_ne!(id, crate::page::NO_PAGE, "an entry names a page");
         self.buf.push(tag);
         self.buf.extend_from_slice(&id.to_le_bytes());
         self.buf.extend_from_slice(&(len as u32).to_le_bytes());
@@ -85,6 +90,11 @@ impl Writer {
     pub fn image(&mut self, p: &Page) {
         let (head, tail) = p.live_spans();
         let b = p.bytes();
+        assert!(
+            self.page_size == 0 || self.page_size == b.len(),
+            "one page size per record"
+        );
+        self.page_size = b.len();
         self.entry(SPANS, p.id(), 4 + head + b.len() - tail);
         self.buf.extend_from_slice(&(head as u32).to_le_bytes());
         self.buf.extend_from_slice(&b[..head]);
@@ -93,14 +103,25 @@ impl Writer {
 
     /// `count` encoded operations applied to page `id`.
     pub fn ops(&mut self, id: PageId, count: u16, ops: &[u8]) {
+        assert!(
+            count > 0 && !ops.is_empty(),
+            "page {id}: an entry of no operations"
+        );
         self.entry(OPS, id, 2 + ops.len());
         self.buf.extend_from_slice(&count.to_le_bytes());
         self.buf.extend_from_slice(ops);
     }
 
+    /// The record, checked (debug builds) to decode to what was written.
     pub fn finish(mut self) -> Vec<u8> {
         let at = self.body_at - 4;
         self.buf[at..at + 4].copy_from_slice(&self.entries.to_le_bytes());
+        debug_assert!(
+            decode_entries(&self.buf[at..], self.page_size, 0)
+                .is_ok_and(|e| e.len() == self.entries as usize),
+            "a record decodes to its {} entries",
+            self.entries
+        );
         self.buf
     }
 
@@ -110,11 +131,13 @@ impl Writer {
         buf.extend_from_slice(&0u32.to_le_bytes());
         Writer {
             buf,
+            page_size: 0,
             entries: 0,
             body_at: IMAGES_HDR,
         }
     }
 
+    /// Whether no entry was written.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }
@@ -267,6 +290,7 @@ mod tests {
         }
         // An image written whole (tag 0, earlier builds) still decodes.
         let mut whole = Writer::images(1, 4096);
+        whole.page_size = 4096;
         whole.entry(IMAGE, 6, 4096);
         whole.buf.extend_from_slice(page.clone().seal());
         let back = decode_images(&whole.finish(), 4096, 1)

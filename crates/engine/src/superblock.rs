@@ -18,6 +18,8 @@ pub const FORMAT_VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
 pub const SLOT_BYTES: u64 = 1 << 20;
+/// Bytes of a payload before the store's state: four u32 and eleven u64.
+const FIXED: usize = 4 * 4 + 11 * 8;
 /// Bytes at the start of a device that must be zero for it to count as blank.
 const BLANK_CHECK: u64 = 64 << 10;
 
@@ -29,6 +31,23 @@ pub(crate) struct Layout {
     pub wal_len: u64,
     pub data_start: u64,
     pub data_len: u64,
+}
+
+impl Layout {
+    /// The regions of a layout this build writes lie in order without
+    /// overlapping: two slots, the log (unless on its own device), the page
+    /// store.
+    pub fn check(&self) {
+        assert!(
+            self.slot_len >= SLOT_BYTES,
+            "a slot holds {SLOT_BYTES} bytes"
+        );
+        assert!(
+            self.data_start >= 2 * self.slot_len && self.data_len > 0,
+            "the page store follows the slots: {self:?}"
+        );
+        assert!(self.wal_len > 0, "a store has a log: {self:?}");
+    }
 }
 
 /// Everything a checkpoint records.
@@ -80,7 +99,7 @@ fn torn_magic(head: &[u8]) -> bool {
 
 impl Checkpoint {
     fn encode(&self) -> Vec<u8> {
-        let mut p = Vec::new();
+        let mut p = Vec::with_capacity(FIXED + self.store_state.len());
         let (ppu, nlog, spp) = match self.store {
             StoreKind::InPlace => (0, 0, 0),
             StoreKind::InPageLogging(g) => (
@@ -109,6 +128,11 @@ impl Checkpoint {
             p.extend_from_slice(&v.to_le_bytes());
         }
         p.extend_from_slice(&self.store_state);
+        debug_assert_eq!(
+            p.len(),
+            FIXED + self.store_state.len(),
+            "the fixed fields' length"
+        );
         p
     }
 
@@ -164,6 +188,7 @@ impl Checkpoint {
         if total > self.layout.slot_len {
             return Err(Error::Full("checkpoint larger than its slot"));
         }
+        self.layout.check();
         debug_assert_eq!(
             Self::decode(FORMAT_VERSION, self.kind_byte(), self.seq, &payload).as_ref(),
             Ok(self),
@@ -230,6 +255,10 @@ impl Checkpoint {
             }
         }
         let fresh = blank[1] && (blank[0] || torn_first) && Self::blank(disk, sector)?;
+        debug_assert!(
+            best.is_none() || !blank[0] || !blank[1],
+            "a checkpoint was read from a slot"
+        );
         match (best, first_err) {
             (Some(c), _) => Ok(Some(c)),
             (None, _) if fresh => Ok(None),

@@ -108,6 +108,15 @@ fn round_up(n: u64, to: u64) -> u64 {
 impl Wal {
     /// The log over `[start, start+len)`, in the half of epoch `epoch`.
     pub fn new(start: u64, len: u64, sector: u64, next_seq: u64, epoch: u64) -> Wal {
+        assert!(
+            sector >= HDR as u64,
+            "a {sector}-byte sector holds a record header"
+        );
+        assert!(
+            len % (2 * sector) == 0 && len >= 2 * sector,
+            "the log is two halves of whole sectors"
+        );
+        assert!(next_seq > 0, "sequence numbers start at 1");
         Wal {
             region: start,
             start: start + (epoch % 2) * (len / 2),
@@ -123,6 +132,10 @@ impl Wal {
 
     /// A device flush made every record appended so far durable.
     pub fn flushed(&mut self) {
+        debug_assert!(
+            self.durable < self.next_seq,
+            "durable records were appended"
+        );
         self.durable = self.next_seq - 1;
     }
 
@@ -131,10 +144,13 @@ impl Wal {
         round_up((HDR + payload) as u64, self.sector)
     }
 
+    /// Bytes left in the current half.
     pub fn remaining(&self) -> u64 {
+        debug_assert!(self.pos <= self.len, "the log stays in its half");
         self.len - self.pos
     }
 
+    /// Bytes of one half: the most one epoch holds.
     pub fn capacity(&self) -> u64 {
         self.len
     }
@@ -145,6 +161,11 @@ impl Wal {
         if self.pos + total > self.len {
             return Err(Error::Full("write-ahead log"));
         }
+        assert!(
+            payload.len() <= u32::MAX as usize,
+            "a payload's length fits its field"
+        );
+        assert_eq!(self.pos % self.sector, 0, "records start on a sector");
         let mut buf = vec![0u8; total as usize];
         buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         buf[4] = VERSION;
@@ -160,6 +181,11 @@ impl Wal {
         buf[HDR..HDR + payload.len()].copy_from_slice(payload);
         let crc = record_crc(&buf);
         buf[20..24].copy_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(
+            self.header(&buf[..self.sector as usize]),
+            Header::Ours(self.next_seq),
+            "a record reads back as this epoch's next one"
+        );
         if let Some(eu) = disk
             .log_geo
             .erase_unit
@@ -173,6 +199,12 @@ impl Wal {
                 self.clean_to += eu;
             }
         }
+        debug_assert!(
+            self.clean_to >= self.pos + total
+                || disk.log_geo.erase_unit.is_none()
+                || !disk.log_geo.program_once,
+            "a program-once log writes only erased sectors"
+        );
         disk.write(Region::Wal, self.start + self.pos, &buf)?;
         self.pos += total;
         self.next_seq += 1;
@@ -206,6 +238,7 @@ impl Wal {
             buf.truncate(self.sector as usize);
             return Ok(Found::Not(Some(buf)));
         }
+        debug_assert_eq!(total % self.sector, 0, "a record takes whole sectors");
         let back = match buf[4] {
             1 => u16::MAX, // version 1 did not say
             _ => u16_at(&buf, 6),
@@ -236,6 +269,7 @@ impl Wal {
     /// [`Error::Corrupt`], not the end of the log.
     pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<Logged>> {
         let mut out = Vec::new();
+        let first = self.next_seq;
         self.pos = 0;
         let end = loop {
             match self.read_at(disk, self.pos, self.next_seq)? {
@@ -254,6 +288,11 @@ impl Wal {
         if let Some(head) = end {
             self.check_end(disk, &head)?;
         }
+        debug_assert_eq!(
+            out.len() as u64,
+            self.next_seq - first,
+            "one record per sequence number"
+        );
         self.durable = self.next_seq - 1;
         // Appends must never erase the units holding these records.
         self.clean_to = match disk.log_geo.erase_unit {
@@ -283,6 +322,7 @@ impl Wal {
             let Found::Record(r) = self.read_at(disk, p, seq)? else {
                 break;
             };
+            debug_assert!(seq > lost, "only records after the damaged one vouch");
             if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
                 return Err(corrupt(
                     Structure::LogRecord,
@@ -306,10 +346,15 @@ impl Wal {
         let mut buf = vec![0u8; (to - from) as usize];
         disk.read(Region::Wal, self.start + from, &mut buf)?;
         let s = self.sector as usize;
-        Ok(buf
+        let at = buf
             .chunks_exact(s)
             .position(|h| self.header(h) == Header::Ours(seq))
-            .map(|i| from + (i * s) as u64))
+            .map(|i| from + (i * s) as u64);
+        debug_assert!(
+            at.is_none_or(|a| a % self.sector == 0 && a < self.len),
+            "found on a sector of the half"
+        );
+        Ok(at)
     }
 
     /// Offset and length of the records written in the current epoch.
@@ -321,6 +366,11 @@ impl Wal {
     /// the region: the records of the previous epoch stay intact until the
     /// checkpoint that replaces them is durable.
     pub fn reset(&mut self, epoch: u64) {
+        assert!(
+            epoch > self.epoch,
+            "epochs only move forward ({} to {epoch})",
+            self.epoch
+        );
         self.start = self.region + (epoch % 2) * self.len;
         self.pos = 0;
         self.clean_to = 0;

@@ -35,7 +35,9 @@ pub type Devices = (Box<dyn BlockDevice>, Option<Box<dyn BlockDevice>>);
 /// A change in a [`WriteBatch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchOp {
+    /// Set a key (first) to a value (second).
     Put(Vec<u8>, Vec<u8>),
+    /// Remove a key.
     Delete(Vec<u8>),
 }
 
@@ -52,21 +54,26 @@ pub enum BatchOp {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
+    /// The changes, applied in order.
     pub ops: Vec<BatchOp>,
 }
 
 impl WriteBatch {
+    /// Adds setting `key` to `value`.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
         self.ops.push(BatchOp::Put(key.to_vec(), value.to_vec()));
         self
     }
+    /// Adds removing `key`.
     pub fn delete(&mut self, key: &[u8]) -> &mut Self {
         self.ops.push(BatchOp::Delete(key.to_vec()));
         self
     }
+    /// Changes in the batch.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
+    /// Whether the batch holds no change.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
@@ -75,9 +82,13 @@ impl WriteBatch {
 /// Counters since the store was opened.
 #[derive(Debug, Clone)]
 pub struct Stats {
+    /// The page store's name ([`StoreKind::name`]).
     pub store_kind: &'static str,
+    /// The replacement policy's name.
     pub policy: &'static str,
+    /// Buffer pool counters.
     pub buffer: BufferStats,
+    /// Pages in the buffer pool now.
     pub resident_pages: usize,
     /// Pages allocated in the page store (free ones included).
     pub pages_allocated: u64,
@@ -89,8 +100,11 @@ pub struct Stats {
     pub wal_io: RegionStats,
     /// Device operations of checkpoints (superblocks).
     pub meta_io: RegionStats,
+    /// Batches committed.
     pub commits: u64,
+    /// Checkpoints written.
     pub checkpoints: u64,
+    /// Device flushes (each makes the log durable).
     pub device_flushes: u64,
     /// The device's own counters (all regions).
     pub device: DeviceStats,
@@ -372,7 +386,9 @@ impl Db {
         c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
             t.meta.next_auto += 1;
-            t.put(&n.to_be_bytes(), value).map(drop)
+            let existed = t.put(&n.to_be_bytes(), value)?;
+            debug_assert!(!existed, "key {n} is new");
+            Ok(())
         })?;
         Ok(n)
     }
@@ -653,7 +669,8 @@ impl Core {
             0 => wal_end <= l.data_start,
             _ => wal_end <= disk.log_geo.capacity,
         };
-        if l.data_start.saturating_add(l.data_len) > disk.geo.capacity || !log_fits {
+        let ordered = l.data_start >= 2 * l.slot_len && l.data_len > 0 && l.wal_len > 0;
+        if l.data_start.saturating_add(l.data_len) > disk.geo.capacity || !log_fits || !ordered {
             return Err(corrupt(
                 Structure::Checkpoint,
                 Location::Offset((ckpt.seq % 2) * l.slot_len),
@@ -730,7 +747,10 @@ impl Core {
             self.disk.journal = Some(wal);
         }
         if created {
+            // The new root is written by the checkpoint below, as no batch
+            // logged it: it must not stay pinned.
             self.guard(|c| c.tree().create())?;
+            self.pool.unpin(&mut *self.store, &mut self.disk)?;
         }
         // Replayed pages go to the page store and the log starts over in a
         // new epoch, so records a crash left after a gap are never replayed.
@@ -943,6 +963,7 @@ impl Core {
     }
 
     fn read<T>(&mut self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {
+        debug_assert!(self.pool.idle(), "a read runs between batches");
         self.guard(|c| {
             let r = f(&mut c.tree());
             // A read never pins; this only brings the pool back to size.
@@ -974,6 +995,7 @@ impl Core {
                 }
             }
             for attempt in 0..2 {
+                assert!(c.pool.idle(), "a batch starts with nothing pinned");
                 let before = c.meta;
                 if let Err(e) = f(&mut c.tree()) {
                     c.pool.rollback();
@@ -1104,6 +1126,11 @@ impl Core {
             store_state: state,
         }
         .write(&mut self.disk)?;
+        assert!(
+            seq == self.ckpt_seq + 1,
+            "checkpoint {seq} follows {}",
+            self.ckpt_seq
+        );
         self.ckpt_seq = seq;
         self.checkpoints += 1;
         Ok(())
@@ -1136,6 +1163,11 @@ impl Core {
             self.disk.journal = Some(w);
             r?;
         }
+        debug_assert_eq!(
+            self.pool.dirty_len(),
+            0,
+            "a checkpoint leaves no page dirty"
+        );
         Ok(())
     }
 }

@@ -48,6 +48,10 @@ impl Core {
             });
         }
         let first_image = first_images(&decoded);
+        debug_assert!(
+            first_image.values().all(|&i| i < decoded.len()),
+            "first images index records"
+        );
         for (i, (meta, entries)) in decoded.into_iter().enumerate() {
             if let Some(m) = meta {
                 self.meta = m;
@@ -80,6 +84,10 @@ impl Core {
             let page = self.store.read(&mut self.disk, id)?;
             self.pool.install(page);
         }
+        debug_assert!(
+            self.pool.contains(id),
+            "page {id} is resident to replay onto"
+        );
         self.pool.replay_ops(id, ops)
     }
 
@@ -98,6 +106,7 @@ impl Core {
             rec.image(p);
         }
         wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
+        assert_eq!(wal.next_seq, first + 1, "what recovery found is one record");
         for id in ids {
             self.pool.mark_imaged(id);
         }

@@ -17,6 +17,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
+/// ARC over the pool's frames (see the module documentation).
 #[derive(Debug)]
 pub struct ArcPolicy {
     c: usize,
@@ -31,6 +32,7 @@ pub struct ArcPolicy {
 }
 
 impl ArcPolicy {
+    /// ARC for a pool of `frames` frames.
     pub fn new(frames: usize) -> ArcPolicy {
         ArcPolicy {
             c: frames.max(1),
@@ -45,6 +47,12 @@ impl ArcPolicy {
 
     /// Ghost lists within the paper's bounds: `|T1| + |B1| ≤ c`, all four ≤ 2c.
     fn trim_ghosts(&mut self) {
+        debug_assert!(
+            self.p <= self.c,
+            "T1's target {} within {} frames",
+            self.p,
+            self.c
+        );
         while self.t1.len() + self.b1.len() > self.c {
             let Some(g) = self.b1.lru() else { break };
             self.b1.remove(g);
@@ -56,6 +64,14 @@ impl ArcPolicy {
             self.b1.remove(g);
             self.b2.remove(g);
         }
+        debug_assert!(
+            self.t1.len() + self.b1.len() <= self.c.max(self.t1.len()),
+            "|T1| + |B1| <= c"
+        );
+        debug_assert!(
+            self.b1.len() + self.b2.len() <= 2 * self.c,
+            "the ghosts stay within 2c"
+        );
     }
 }
 

@@ -91,6 +91,7 @@ impl Default for Recency {
 
 impl Recency {
     fn unlink(&mut self, i: u32) {
+        debug_assert!((i as usize) < self.nodes.len(), "node {i} exists");
         let Node { prev, next, .. } = self.nodes[i as usize];
         match prev {
             NIL => self.head = next,
@@ -140,6 +141,12 @@ impl Recency {
             }
         };
         self.push_mru(i);
+        debug_assert_eq!(self.tail, i, "a touched page is the most recent");
+        debug_assert_eq!(
+            self.slot.len() + self.free.len(),
+            self.nodes.len(),
+            "every node is used or free"
+        );
     }
     /// True if `page` was there.
     pub fn remove(&mut self, page: PageId) -> bool {
@@ -147,6 +154,10 @@ impl Recency {
             Some(i) => {
                 self.unlink(i);
                 self.free.push(i);
+                debug_assert!(
+                    self.slot.is_empty() == (self.head == NIL),
+                    "an empty list has no head"
+                );
                 true
             }
             None => false,

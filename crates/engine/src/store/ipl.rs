@@ -132,7 +132,38 @@ impl Ipl {
         }
         self.fresh = used.last().map_or(0, |u| u + 1);
         self.free = (0..self.fresh).filter(|p| !used.contains(p)).collect();
+        if !self.consistent() {
+            return Err(bad(self.map.len()));
+        }
         Ok(())
+    }
+
+    /// Whether the erase-unit map holds together: every mapped unit a
+    /// distinct physical unit below `fresh` that is not free, of an issued
+    /// generation, its bits and log sectors naming pages of the unit that
+    /// were written; the free units and the mapped ones together exactly
+    /// the units below `fresh`.
+    fn consistent(&self) -> bool {
+        let mut seen = BTreeSet::new();
+        let units_ok = self.map.iter().flatten().all(|u| {
+            let slots = u.written.checked_shr(self.ppu as u32).unwrap_or(0) == 0;
+            let owners = u
+                .owners
+                .iter()
+                .all(|&o| o == 0 || u64::from(o) <= self.ppu && u.written & (1 << (o - 1)) != 0);
+            u.phys < self.fresh
+                && seen.insert(u.phys)
+                && !self.free.contains(&u.phys)
+                && u.gen < self.next_gen
+                && slots
+                && owners
+                && u.owners.len() == self.g.log_sectors as usize
+        });
+        let free_ok = self.free.iter().all(|&p| p < self.fresh);
+        units_ok
+            && free_ok
+            && seen.len() + self.free.len() == self.fresh as usize
+            && self.fresh <= self.phys_units
     }
 
     /// Replays map switch record `seq`.
@@ -159,6 +190,9 @@ impl Ipl {
         }
         self.take(phys);
         self.next_gen = self.next_gen.max(gen + 1);
+        if !self.consistent() {
+            return Err(bad("a map switch that breaks the map"));
+        }
         Ok(())
     }
 
@@ -266,12 +300,17 @@ impl Ipl {
 
     /// Marks physical unit `phys` used.
     fn take(&mut self, phys: u64) {
+        assert!(phys < self.phys_units, "unit {phys} of {}", self.phys_units);
         if phys >= self.fresh {
             self.free.extend(self.fresh..phys);
             self.fresh = phys + 1;
         } else {
             self.free.remove(&phys);
         }
+        debug_assert!(
+            !self.free.contains(&phys) && phys < self.fresh,
+            "unit {phys} in use"
+        );
     }
 
     fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
@@ -298,6 +337,13 @@ impl Ipl {
         slot: u64,
         page: &mut Page,
     ) -> Result<()> {
+        assert!(slot < self.ppu, "slot {slot} of {}", self.ppu);
+        assert_eq!(
+            page.id() % self.ppu,
+            slot,
+            "page {} belongs in slot {slot}",
+            page.id()
+        );
         page.set_gen(gen);
         let off = self.page_off(phys, slot);
         disk.write(Region::Data, off, page.seal())?;
@@ -310,6 +356,7 @@ impl Ipl {
     fn merge(&mut self, disk: &mut Disk, l: usize, frames: &mut [(PageId, Frame)]) -> Result<()> {
         let old = self.unit(l).cloned().expect("merge of a mapped unit");
         let phys = self.alloc(disk)?;
+        assert_ne!(phys, old.phys, "a merge moves the unit out of place");
         let gen = self.next_gen;
         self.next_gen += 1;
         let mut written = 0u64;
@@ -344,6 +391,12 @@ impl Ipl {
         for (_, f) in frames.iter_mut() {
             f.clean();
         }
+        debug_assert_eq!(
+            written & old.written,
+            old.written,
+            "a merge keeps every page of unit {l}"
+        );
+        debug_assert!(self.consistent(), "the unit map after merging unit {l}");
         Ok(())
     }
 }
@@ -403,6 +456,12 @@ pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64, id: PageId) -> R
 }
 
 fn build_log_sector(gen: u64, slot: u64, f: &Frame) -> Vec<u8> {
+    assert!(
+        !f.log.is_empty() && f.log.len() <= LOG_SECTOR as usize - LOG_HDR,
+        "page {}: a log of {} bytes fills one sector",
+        f.page.id(),
+        f.log.len()
+    );
     let mut sec = vec![0u8; LOG_SECTOR as usize];
     sec[4] = LOG_VERSION;
     sec[5] = LOG_KIND;
@@ -413,6 +472,12 @@ fn build_log_sector(gen: u64, slot: u64, f: &Frame) -> Vec<u8> {
     sec[LOG_HDR..LOG_HDR + f.log.len()].copy_from_slice(&f.log);
     let c = crc32c::crc32c(&sec[4..]);
     sec[0..4].copy_from_slice(&c.to_le_bytes());
+    debug_assert!(
+        parse_log_sector(&sec, gen, slot, f.page.id())
+            .is_ok_and(|ops| ops.len() == usize::from(f.records)),
+        "a log sector reads back as its {} records",
+        f.records
+    );
     sec
 }
 
@@ -514,6 +579,10 @@ impl PageStore for Ipl {
         }
         if self.unit(l).is_none() {
             let phys = self.alloc(disk)?;
+            debug_assert!(
+                self.map.iter().flatten().all(|u| u.phys != phys),
+                "unit {phys} is free"
+            );
             if self.map.len() <= l {
                 self.map.resize(l + 1, None);
             }
@@ -527,6 +596,7 @@ impl PageStore for Ipl {
         }
         for (id, f) in frames.iter_mut() {
             let slot = *id % self.ppu;
+            assert_eq!(self.split(*id).0, l, "a write group is of one erase unit");
             let u = self.unit(l).cloned().expect("mapped");
             if u.written & (1 << slot) == 0 {
                 self.write_page(disk, u.phys, u.gen, slot, &mut f.page)?;
@@ -551,6 +621,7 @@ impl PageStore for Ipl {
     }
 
     fn encode_state(&self, out: &mut Vec<u8>) {
+        let from = out.len();
         out.extend_from_slice(&self.next_gen.to_le_bytes());
         out.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
         for u in &self.map {
@@ -565,6 +636,16 @@ impl PageStore for Ipl {
                 }
             }
         }
+        debug_assert!(
+            Ipl::new(
+                self.g,
+                self.start,
+                self.phys_units * self.unit_size,
+                &out[from..]
+            )
+            .is_ok_and(|back| back.map == self.map && back.next_gen == self.next_gen),
+            "the erase-unit map decodes to itself"
+        );
     }
 
     fn stats(&self) -> StoreStats {
