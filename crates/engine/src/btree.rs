@@ -1213,6 +1213,92 @@ fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
     cells.len() - 1
 }
 
+/// What [`Tree::verify`] found: the leaves in key order and the tree's height.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Walk {
+    pub height: usize,
+    pub internal: usize,
+    /// Leaves in key order: page, keys, bytes used.
+    pub leaves: Vec<(PageId, usize, usize)>,
+}
+
+#[cfg(test)]
+impl Tree<'_> {
+    /// Test support: walks every node from the root and checks the tree's
+    /// structure: each node's keys in order and within the range its
+    /// parent's separators give it, every leaf at the same depth, the leaf
+    /// chain linking the leaves in key order both ways. (Internal nodes
+    /// are not merged: one may be left with a single child.)
+    pub fn verify(&mut self) -> Result<Walk, String> {
+        let mut walk = Walk {
+            height: 0,
+            internal: 0,
+            leaves: Vec::new(),
+        };
+        self.verify_node(self.meta.root, (None, None), 1, &mut walk)?;
+        for (i, &(id, _, _)) in walk.leaves.iter().enumerate() {
+            let p = self.page(id).map_err(|e| e.to_string())?;
+            let prev = i.checked_sub(1).map_or(NO_PAGE, |j| walk.leaves[j].0);
+            let next = walk.leaves.get(i + 1).map_or(NO_PAGE, |l| l.0);
+            if (p.prev(), p.next()) != (prev, next) {
+                return Err(format!(
+                    "leaf {id}: links {:?}, want {:?}",
+                    (p.prev(), p.next()),
+                    (prev, next)
+                ));
+            }
+        }
+        Ok(walk)
+    }
+
+    fn verify_node(
+        &mut self,
+        id: PageId,
+        (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
+        depth: usize,
+        walk: &mut Walk,
+    ) -> Result<(), String> {
+        let p = self.page(id).map_err(|e| e.to_string())?.clone();
+        let keys: Vec<&[u8]> = (0..p.len()).map(|i| p.key(i)).collect();
+        if keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("page {id}: keys out of order"));
+        }
+        let inside =
+            |k: &[u8]| lo.as_deref().is_none_or(|l| k >= l) && hi.as_deref().is_none_or(|h| k < h);
+        if let Some(k) = keys.iter().find(|k| !inside(k)) {
+            return Err(format!("page {id}: key {k:?} outside {lo:?}..{hi:?}"));
+        }
+        match p.kind() {
+            Kind::Leaf if walk.height == 0 || walk.height == depth => {
+                walk.height = depth;
+                walk.leaves.push((id, p.len(), p.used()));
+                Ok(())
+            }
+            Kind::Leaf => Err(format!(
+                "leaf {id} at depth {depth}, others at {}",
+                walk.height
+            )),
+            Kind::Internal => {
+                walk.internal += 1;
+                let mut bounds: Vec<Option<Vec<u8>>> = vec![lo];
+                bounds.extend(keys.iter().map(|k| Some(k.to_vec())));
+                bounds.push(hi);
+                let mut children = vec![p.next()];
+                for i in 0..p.len() {
+                    children.push(child_at(&p, i).map_err(|e| e.to_string())?);
+                }
+                for (i, c) in children.into_iter().enumerate() {
+                    let range = (bounds[i].clone(), bounds[i + 1].clone());
+                    self.verify_node(c, range, depth + 1, walk)?;
+                }
+                Ok(())
+            }
+            _ => Err(format!("page {id}: not a tree page")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1221,5 +1307,161 @@ mod tests {
     fn key_limit_leaves_room_for_splits() {
         assert_eq!(max_key(4096), MAX_KEY);
         assert_eq!(max_key(1024), 306);
+    }
+
+    use crate::{Db, Options};
+    use flashkv_device::{Geometry, MemDevice};
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+
+    const PAGE: usize = 512;
+    const VALUE: usize = 100;
+
+    /// A store of 512-byte pages and a 4-frame pool, so nodes split after
+    /// a few keys and pages come and go through the page store.
+    fn small_pages() -> Db {
+        let geo = Geometry {
+            sector_size: 512,
+            erase_unit: None,
+            capacity: 32 << 20,
+            program_once: false,
+        };
+        let o = Options::builder()
+            .page_size(PAGE as u32)
+            .buffer_pages(4)
+            .wal_size(1 << 20);
+        Db::open(Box::new(MemDevice::new(geo)), o.build().unwrap()).unwrap()
+    }
+
+    fn key(n: u64) -> [u8; 8] {
+        n.to_be_bytes()
+    }
+
+    fn walk(db: &Db) -> Walk {
+        db.with_tree(|t| Ok(t.verify())).unwrap().unwrap()
+    }
+
+    /// Keys per leaf and separators per internal node, from the page layout.
+    fn fanout() -> (usize, usize) {
+        let cap = Page::capacity(PAGE);
+        let leaf = cap / Page::cell_size(8, 1 + VALUE);
+        let internal = cap / Page::cell_size(8, 8);
+        (leaf, internal)
+    }
+
+    #[test]
+    fn ascending_keys_split_leaves_then_the_root_then_internal_nodes() {
+        let (per_leaf, per_node) = fanout();
+        assert_eq!(
+            (per_leaf, per_node),
+            (4, 21),
+            "the layout the counts below follow"
+        );
+        let db = small_pages();
+        let put = |n: u64| db.put(&key(n), &[n as u8; VALUE]).unwrap();
+        for n in 0..per_leaf as u64 {
+            put(n);
+        }
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (1, 1, 0),
+            "a full root leaf"
+        );
+        // One more key: the leaf splits and a root is made over both halves.
+        put(per_leaf as u64);
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (2, 2, 1),
+            "a leaf and root split"
+        );
+        // Appending fills each leaf before the next is started: the root
+        // holds `per_node` separators, `per_node + 1` full leaves.
+        let full = ((per_node + 1) * per_leaf) as u64;
+        for n in per_leaf as u64 + 1..full {
+            put(n);
+            let w = walk(&db);
+            assert_eq!(w.height, 2, "key {n}");
+            assert!(
+                w.leaves[..w.leaves.len() - 1]
+                    .iter()
+                    .all(|l| l.1 == per_leaf),
+                "key {n}: full leaves"
+            );
+        }
+        assert_eq!(walk(&db).leaves.len(), per_node + 1);
+        // One more leaf overflows the root: an internal split and a new root.
+        put(full);
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (3, per_node + 2, 3),
+            "an internal and root split"
+        );
+        assert_eq!(db.scan(..).unwrap().len(), full as usize + 1);
+    }
+
+    #[test]
+    fn random_keys_split_in_the_middle_and_deletes_merge_back_to_one_leaf() {
+        let (per_leaf, _) = fanout();
+        let db = small_pages();
+        let mut keys: Vec<u64> = (0..600).collect();
+        keys.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(3));
+        let cap = Page::capacity(PAGE);
+        for (i, &n) in keys.iter().enumerate() {
+            db.put(&key(n), &[n as u8; VALUE]).unwrap();
+            let w = walk(&db);
+            assert_eq!(w.leaves.iter().map(|l| l.1).sum::<usize>(), i + 1);
+            // Splits halve full leaves; only the rightmost may have been
+            // started by a key past every other.
+            let (rightmost, rest) = w.leaves.split_last().unwrap();
+            assert!(rightmost.1 >= 1);
+            for l in rest {
+                assert!(
+                    l.2 * 6 >= cap,
+                    "key {n}: leaf {} is {} of {cap} bytes",
+                    l.0,
+                    l.2
+                );
+            }
+        }
+        let grown = walk(&db);
+        assert_eq!(grown.height, 3);
+        assert!(grown.leaves.len() * per_leaf >= 600);
+        // Deletes take empty leaves out of the tree and merge underfull
+        // ones with a sibling: a leaf that leaves the tree holding two or
+        // more keys (one delete takes one) was merged.
+        keys.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(4));
+        let (mut before, mut merges) = (grown.leaves, 0);
+        for (i, &n) in keys.iter().enumerate() {
+            assert!(db.delete(&key(n)).unwrap());
+            let w = walk(&db);
+            assert_eq!(w.leaves.iter().map(|l| l.1).sum::<usize>(), 600 - i - 1);
+            if w.height > 1 {
+                assert!(
+                    w.leaves.iter().all(|l| l.1 > 0),
+                    "key {n}: an empty leaf stayed"
+                );
+            }
+            let gone = before
+                .iter()
+                .filter(|b| !w.leaves.iter().any(|l| l.0 == b.0));
+            merges += gone.filter(|b| b.1 >= 2).count();
+            before = w.leaves;
+        }
+        assert!(merges > 10, "{merges} merges");
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (1, 1, 0),
+            "back to a root leaf"
+        );
+        let shape = db.shape().unwrap();
+        assert_eq!(
+            (shape.keys, shape.free_pages + 1),
+            (0, shape.pages),
+            "every other page is free"
+        );
     }
 }

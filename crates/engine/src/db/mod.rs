@@ -610,6 +610,12 @@ impl Db {
         }
     }
 
+    /// Test support: runs `f` on the tree, as a read.
+    #[cfg(test)]
+    pub(crate) fn with_tree<T>(&self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {
+        self.lock()?.read(f)
+    }
+
     /// The page store the store uses.
     pub fn store_kind(&self) -> StoreKind {
         self.core
