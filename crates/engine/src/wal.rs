@@ -58,8 +58,9 @@ enum Found {
 enum Header {
     /// A header of this epoch with this sequence number.
     Ours(u64),
-    /// A header of another epoch: left from an earlier use of the half.
-    Stale,
+    /// A header of another epoch, with its sequence number: left from an
+    /// earlier use of the half.
+    Stale(u64),
     Blank,
     /// Anything else: a torn or damaged header.
     Damaged,
@@ -70,6 +71,8 @@ const MAGIC: u32 = 0x4C57_4B46; // "FKWL"
 /// builds, still read) has zeros there.
 const VERSION: u8 = 2;
 const HDR: usize = 32;
+/// Reads of a record that fails its checks before it counts as damaged.
+const READS: usize = 3;
 /// Bytes after a damaged record searched for the record that follows it,
 /// when the damaged record's own length cannot be trusted.
 const SEARCH_WINDOW: u64 = 4 << 20;
@@ -213,7 +216,31 @@ impl Wal {
     }
 
     /// The record at `pos` if it is valid and has sequence number `seq`.
+    /// One that fails its checks but is neither blank nor (by its
+    /// sequence number) another epoch's is read again, up to [`READS`] times: a read corrupted on its way
+    /// from the medium (bus, controller, memory) reads right the next
+    /// time, a record damaged on the medium does not.
     fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
+        let mut found = self.read_once(disk, pos, seq)?;
+        for _ in 1..READS {
+            match &found {
+                // Another epoch's record with the sequence number sought is
+                // ours, its epoch misread, or (rarely) a stale one that
+                // reads the same again.
+                Found::Not(Some(head))
+                    if matches!(self.header(head), Header::Ours(_) | Header::Damaged)
+                        || self.header(head) == Header::Stale(seq) =>
+                {
+                    found = self.read_once(disk, pos, seq)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`Wal::read_at`], one read.
+    fn read_once(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
         if pos + self.sector > self.len {
             return Ok(Found::Not(None));
         }
@@ -257,7 +284,7 @@ impl Wal {
         let epoch = u64_at(head, 24);
         match (magic && matches!(head[4], 1 | 2), epoch == self.epoch) {
             (true, true) => Header::Ours(u64_at(head, 8)),
-            (true, false) => Header::Stale,
+            (true, false) => Header::Stale(u64_at(head, 8)),
             _ if head.iter().all(|&b| b == 0) => Header::Blank,
             _ => Header::Damaged,
         }
@@ -309,7 +336,7 @@ impl Wal {
     fn check_end(&self, disk: &mut Disk, head: &[u8]) -> Result<()> {
         let (pos, lost) = (self.pos, self.next_seq);
         let mut at = match self.header(head) {
-            Header::Blank | Header::Stale => return Ok(()),
+            Header::Blank | Header::Stale(_) => return Ok(()),
             // Its header is whole: the next record follows it.
             Header::Ours(s) if s == lost => {
                 let plen = u32_at(head, 16);
