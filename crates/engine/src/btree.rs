@@ -9,7 +9,9 @@
 //! tree (its siblings are joined, its parent drops it, an internal node
 //! left childless goes too, and a root with one child hands over to it);
 //! its page, like those of dropped overflow chains, goes on a free list
-//! that allocation takes from first. Underfull leaves are not merged.
+//! that allocation takes from first. A leaf under a quarter full merges
+//! with a sibling under the same parent when both fit one page; internal
+//! nodes are not merged.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};

@@ -73,8 +73,11 @@
 //!
 //! # Limits
 //!
-//! A leaf emptied by deletes leaves the tree and its page is reused, but
-//! underfull leaves are not merged. Writes are serialised by one lock
+//! A leaf emptied by deletes leaves the tree and its page is reused; a leaf
+//! under a quarter full merges with a sibling under the same parent when
+//! both fit one page, but internal nodes are never merged (one may be left
+//! with a single child) and a leaf whose siblings are too full stays
+//! underfull. Writes are serialised by one lock
 //! (one writer at a time); point reads and short scans of pages in the buffer pool run
 //! in parallel under a shared lock. A batch's record (page images on first
 //! change, operations after) must fit half the write-ahead log

@@ -172,7 +172,7 @@ pub struct Options {
 
 /// Knobs for experiments that count page-store I/O the way seed 001 does.
 /// They weaken what a store guarantees, so they are not for production
-/// use: they are set through [`OptionsBuilder::lab`], which only builds
+/// use: they are set through `OptionsBuilder::lab`, which only builds
 /// with the crate's `lab` feature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LabOptions {
@@ -451,6 +451,10 @@ mod tests {
             ..io
         };
         refused(Options::builder().io_profile(io), "io_profile");
+        // Built options start a builder that checks again.
+        let o = Options::builder().sync(true).build().unwrap();
+        refused(o.to_builder().buffer_pages(0), "buffer_pages");
+        assert!(o.to_builder().build().unwrap().sync);
         // The boundaries themselves build.
         let ok = Options::builder()
             .buffer_pages(1)
