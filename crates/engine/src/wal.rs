@@ -217,9 +217,10 @@ impl Wal {
 
     /// The record at `pos` if it is valid and has sequence number `seq`.
     /// One that fails its checks but is neither blank nor (by its
-    /// sequence number) another epoch's is read again, up to [`READS`] times: a read corrupted on its way
-    /// from the medium (bus, controller, memory) reads right the next
-    /// time, a record damaged on the medium does not.
+    /// sequence number) another epoch's is read again, up to [`READS`]
+    /// times: a read corrupted on its way from the medium (bus,
+    /// controller, memory) reads right the next time, a record damaged on
+    /// the medium does not.
     fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
         let mut found = self.read_once(disk, pos, seq)?;
         for _ in 1..READS {

@@ -680,7 +680,7 @@ impl Core {
             return Err(corrupt(
                 Structure::Checkpoint,
                 Location::Offset((ckpt.seq % 2) * l.slot_len),
-                "its layout exceeds the device",
+                "its layout does not fit the device",
             ));
         }
         let store = Self::make_store(ckpt, disk)?;
