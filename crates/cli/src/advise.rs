@@ -158,7 +158,7 @@ fn text(a: &Advice, o: &AdviceOptions) -> String {
     }
     let io = IoProfile::from(a);
     format!(
-        "{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\nEngine: Options::tuned_for(&IoProfile {{ scan_read_bytes: {}, seq_write_bytes: {}, breakeven_fraction: {:.4} }})\n",
+        "{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\nEngine: Options::builder().io_profile(IoProfile {{ scan_read_bytes: {}, seq_write_bytes: {}, breakeven_fraction: {:.4} }})\n",
         t.text(),
         a.breakeven_fraction * 100.0,
         size_label(o.page_size),

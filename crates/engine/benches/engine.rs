@@ -5,7 +5,7 @@
 use std::ops::Bound;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use flashkv_engine::{Db, IplGeometry, Options, StoreKind};
+use flashkv_engine::{Db, IplGeometry, LabOptions, Options, StoreKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -34,10 +34,12 @@ fn bench(c: &mut Criterion) {
     ];
     for (kname, kind) in kinds {
         for dev in ["file", "nvme"] {
-            let opts = Options::default()
+            let opts = Options::builder()
                 .store(kind)
                 .buffer_pages(256)
-                .max_size(256 << 20);
+                .max_size(256 << 20)
+                .build()
+                .unwrap();
             let open = || match dev {
                 "file" => {
                     let path = dir
@@ -91,7 +93,11 @@ fn frames(c: &mut Criterion) {
         .measurement_time(std::time::Duration::from_secs(2));
     for frames in [1_000usize, 100_000] {
         let dev = Box::new(flashkv_device::presets::open("dram-ssd").unwrap());
-        let db = Db::open(dev, Options::default().buffer_pages(frames).wal(false)).unwrap();
+        let opts = Options::builder().buffer_pages(frames).lab(LabOptions {
+            wal: false,
+            ..LabOptions::default()
+        });
+        let db = Db::open(dev, opts.build().unwrap()).unwrap();
         // Two values of 1,800 bytes fill a leaf: 2 * PAGES keys, PAGES leaves.
         for i in 0..2 * PAGES {
             db.put(&key(i), &[1u8; 1800]).unwrap();
@@ -120,7 +126,7 @@ fn frames(c: &mut Criterion) {
 /// time as 1 (criterion's throughput is per thread).
 fn threads(c: &mut Criterion) {
     let dev = Box::new(flashkv_device::presets::open("dram-ssd").unwrap());
-    let db = loaded(Db::open(dev, Options::default().buffer_pages(4096)).unwrap());
+    let db = loaded(Db::open(dev, Options::builder().buffer_pages(4096).build().unwrap()).unwrap());
     for i in 0..KEYS {
         db.get(&key(i)).unwrap();
     }

@@ -8,12 +8,14 @@ use std::ops::Bound;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // On a simulated raw NAND device with in-page logging ...
     let dev = Box::new(presets::open("nand-ipl")?);
-    let db = Db::open(
-        dev,
-        Options::default().store(StoreKind::InPageLogging(IplGeometry::seed())),
-    )?;
+    let opts = Options::builder()
+        .store(StoreKind::InPageLogging(IplGeometry::seed()))
+        .build()?;
+    let db = Db::open(dev, opts)?;
     // ... or in a real file: Db::open_or_create("my.db", Options::default())?
     db.put(b"user:1", b"alice")?;
+    // A missing key is `false` (or `None` from `get`), not an error.
+    assert!(!db.update(b"user:9", b"eve")?);
     let mut batch = WriteBatch::default();
     batch.put(b"user:2", b"bob").delete(b"user:1");
     db.write(batch)?; // atomic

@@ -9,7 +9,9 @@
 //! tree (its siblings are joined, its parent drops it, an internal node
 //! left childless goes too, and a root with one child hands over to it);
 //! its page, like those of dropped overflow chains, goes on a free list
-//! that allocation takes from first. Underfull leaves are not merged.
+//! that allocation takes from first. A leaf under a quarter full merges
+//! with a sibling under the same parent when both fit one page; internal
+//! nodes are not merged.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -18,8 +20,9 @@ use std::ops::Bound;
 use serde::Serialize;
 
 use crate::buffer::BufferPool;
-use crate::error::{corrupt, Error, Result};
+use crate::error::{bad_tree, Error, Result};
 use crate::io::Disk;
+use crate::le::{u32_at, u64_at};
 use crate::options::IoProfile;
 use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
 use crate::store::PageStore;
@@ -30,6 +33,10 @@ pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 1 << 20;
 /// Deepest tree walked before declaring the structure corrupt.
 const MAX_DEPTH: usize = 64;
+/// Why a walk down the tree gave up.
+const TOO_DEEP: &str = "deeper than 64 levels (a pointer loop)";
+/// Why a tree pointer is refused.
+const NOT_TREE: &str = "a tree pointer reaches an overflow or free page";
 const OVERFLOW_CELL: usize = 13;
 
 /// The shape of the tree, from a walk of all of it ([`crate::Db::shape`]).
@@ -37,8 +44,11 @@ const OVERFLOW_CELL: usize = 13;
 pub struct Shape {
     /// Levels from the root to the leaves (1: the root is a leaf).
     pub height: u32,
+    /// Keys in the leaves.
     pub keys: u64,
+    /// Leaf pages.
     pub leaf_pages: u64,
+    /// Internal (index) pages.
     pub internal_pages: u64,
     /// Pages holding values too large for a leaf.
     pub overflow_pages: u64,
@@ -88,7 +98,9 @@ fn max_cell(page_size: usize) -> usize {
 
 /// Longest key pages of this size hold.
 pub(crate) fn max_key(page_size: usize) -> usize {
-    MAX_KEY.min(max_cell(page_size) - Page::cell_size(0, OVERFLOW_CELL))
+    let max = MAX_KEY.min(max_cell(page_size) - Page::cell_size(0, OVERFLOW_CELL));
+    debug_assert!(max > 0, "a {page_size}-byte page holds a key");
+    max
 }
 
 pub(crate) fn check_key(key: &[u8], page_size: usize) -> Result<()> {
@@ -112,20 +124,28 @@ pub(crate) fn check_value(val: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The last page of a path from the root (a leaf, once the path is whole).
+fn leaf_of(path: &[PageId]) -> PageId {
+    *path.last().expect("a path holds at least the root")
+}
+
 /// Index among the children of internal page `p` (0: the leftmost) of the one covering `key`.
 fn child_index(p: &Page, key: &[u8]) -> usize {
+    debug_assert_eq!(p.kind(), Kind::Internal, "page {}", p.id());
     match p.search(key) {
         Ok(i) => i + 1,
         Err(i) => i,
     }
 }
 
+/// The child of internal page `p` right of its separator `i`.
 fn child_at(p: &Page, i: usize) -> Result<PageId> {
+    debug_assert!(i < p.len(), "page {}: child {i} of {}", p.id(), p.len());
     let v = p.val(i);
     if v.len() != 8 {
-        return Err(corrupt(format!("page {}: bad child pointer", p.id())));
+        return Err(bad_tree(p.id(), "a child pointer is not 8 bytes"));
     }
-    Ok(u64::from_le_bytes(v.try_into().unwrap()))
+    Ok(u64_at(v, 0))
 }
 
 /// Child of internal page `p` covering `key`.
@@ -155,14 +175,13 @@ pub(crate) fn get_resident(
         match p.kind() {
             Kind::Leaf => break p,
             Kind::Internal => id = child_for(p, key)?,
-            Kind::Overflow | Kind::Free => {
-                return Err(corrupt(format!("page {id}: not a tree page")))
-            }
+            Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
         }
         if used.len() > MAX_DEPTH {
-            return Err(corrupt("tree too deep"));
+            return Err(bad_tree(meta.root, TOO_DEEP));
         }
     };
+    debug_assert_eq!(leaf.kind(), Kind::Leaf, "a descent ends at a leaf");
     let value = match leaf.search(key) {
         Err(_) => None,
         Ok(i) => {
@@ -198,21 +217,21 @@ fn resident_leaf<'p>(
             (Kind::Internal, Some(k)) => child_for(p, k)?,
             (Kind::Internal, None) if rightmost && !p.is_empty() => child_at(p, p.len() - 1)?,
             (Kind::Internal, None) => p.next(),
-            _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+            _ => return Err(bad_tree(id, NOT_TREE)),
         };
     }
-    Err(corrupt("tree too deep"))
+    Err(bad_tree(meta.root, TOO_DEEP))
 }
 
 /// Whether `k` lies above the lower bound `lo` / below the upper bound `hi`.
-fn above(k: &[u8], lo: Bound<&[u8]>) -> bool {
+pub(crate) fn above(k: &[u8], lo: Bound<&[u8]>) -> bool {
     match lo {
         Bound::Included(b) => k >= b,
         Bound::Excluded(b) => k > b,
         Bound::Unbounded => true,
     }
 }
-fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
+pub(crate) fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
     match hi {
         Bound::Included(b) => k <= b,
         Bound::Excluded(b) => k < b,
@@ -299,7 +318,7 @@ const MAX_SHARED_LEAVES: usize = 64;
 impl Tree<'_> {
     fn page(&mut self, id: PageId) -> Result<&Page> {
         if id >= self.meta.next_page {
-            return Err(corrupt(format!("pointer to unallocated page {id}")));
+            return Err(bad_tree(id, "a pointer past the allocated pages"));
         }
         Ok(&self.pool.get(self.store, self.disk, id)?.page)
     }
@@ -311,6 +330,11 @@ impl Tree<'_> {
     }
 
     fn put_whole(&mut self, page: Page) -> Result<()> {
+        debug_assert!(
+            page.id() < self.meta.next_page,
+            "page {} allocated",
+            page.id()
+        );
         self.pool.put_whole(self.store, self.disk, page)
     }
 
@@ -328,12 +352,17 @@ impl Tree<'_> {
             id => {
                 let p = self.page(id)?;
                 if p.kind() != Kind::Free {
-                    return Err(corrupt(format!("page {id} on the free list is in use")));
+                    return Err(bad_tree(id, "a page on the free list is in use"));
                 }
                 self.meta.free_head = p.next();
                 id
             }
         };
+        debug_assert!(id < self.meta.next_page, "page {id} allocated");
+        debug_assert_ne!(
+            self.meta.free_head, id,
+            "the free list moved past the page it gave"
+        );
         Ok(Page::new(self.store.page_size(), id, kind))
     }
 
@@ -342,12 +371,12 @@ impl Tree<'_> {
         if cell.first() != Some(&1) || cell.len() != OVERFLOW_CELL {
             return Ok(());
         }
-        let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
-        let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+        let len = u32_at(cell, 1) as usize;
+        let mut id = u64_at(cell, 5);
         for _ in 0..len.div_ceil(Page::overflow_capacity(self.store.page_size())) {
             let p = self.page(id)?;
             if p.kind() != Kind::Overflow {
-                return Err(corrupt(format!("page {id}: broken overflow chain")));
+                return Err(bad_tree(id, "broken overflow chain"));
             }
             let next = p.next();
             self.free_page(id)?;
@@ -358,6 +387,11 @@ impl Tree<'_> {
 
     /// Creates the empty root leaf of a new tree.
     pub fn create(&mut self) -> Result<()> {
+        assert_eq!(self.meta.next_page, 0, "a new tree's store holds no page");
+        assert_eq!(
+            self.meta.free_head, NO_PAGE,
+            "a new tree's free list is empty"
+        );
         let root = self.alloc(Kind::Leaf)?;
         self.meta.root = root.id();
         self.put_whole(root)
@@ -368,20 +402,21 @@ impl Tree<'_> {
         let mut path = Vec::with_capacity(8);
         path.push(self.meta.root);
         loop {
-            let id = *path.last().unwrap();
+            let id = leaf_of(&path);
             let p = self.page(id)?;
             match p.kind() {
-                Kind::Leaf => return Ok(path),
+                Kind::Leaf => {
+                    debug_assert_eq!(path[0], self.meta.root, "a path starts at the root");
+                    return Ok(path);
+                }
                 Kind::Internal => {
                     let c = child_for(p, key)?;
                     path.push(c);
                 }
-                Kind::Overflow | Kind::Free => {
-                    return Err(corrupt(format!("page {id}: not a tree page")))
-                }
+                Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
             }
             if path.len() > MAX_DEPTH {
-                return Err(corrupt("tree too deep"));
+                return Err(bad_tree(self.meta.root, TOO_DEEP));
             }
         }
     }
@@ -397,7 +432,7 @@ impl Tree<'_> {
         while !level.is_empty() {
             sh.height += 1;
             if sh.height as usize > MAX_DEPTH {
-                return Err(corrupt("tree too deep"));
+                return Err(bad_tree(self.meta.root, TOO_DEEP));
             }
             let mut next = Vec::new();
             for id in level {
@@ -419,12 +454,11 @@ impl Tree<'_> {
                             .iter()
                             .filter(|c| c.first() == Some(&1) && c.len() == OVERFLOW_CELL)
                         {
-                            let len =
-                                u32::from_le_bytes(c[1..5].try_into().expect("4 bytes")) as usize;
+                            let len = u32_at(c, 1) as usize;
                             sh.overflow_pages += len.div_ceil(Page::overflow_capacity(ps)) as u64;
                         }
                     }
-                    _ => return Err(corrupt(format!("page {id}: not a tree page"))),
+                    _ => return Err(bad_tree(id, NOT_TREE)),
                 }
             }
             level = next;
@@ -433,11 +467,19 @@ impl Tree<'_> {
         while id != NO_PAGE {
             sh.free_pages += 1;
             if sh.free_pages > self.meta.next_page {
-                return Err(corrupt("free list loops"));
+                return Err(bad_tree(self.meta.free_head, "the free list loops"));
             }
             id = self.page(id)?.next();
         }
         sh.leaf_fill = used as f64 / (sh.leaf_pages.max(1) * Page::capacity(ps) as u64) as f64;
+        debug_assert!(
+            (0.0..=1.0).contains(&sh.leaf_fill),
+            "leaves fit their pages"
+        );
+        debug_assert!(
+            sh.leaf_pages + sh.internal_pages + sh.overflow_pages + sh.free_pages <= sh.pages,
+            "every page is one thing: {sh:?}"
+        );
         Ok(sh)
     }
 
@@ -450,56 +492,64 @@ impl Tree<'_> {
                 Kind::Leaf => return Ok(id),
                 Kind::Internal if rightmost && !p.is_empty() => id = child_at(p, p.len() - 1)?,
                 Kind::Internal => id = p.next(),
-                Kind::Overflow | Kind::Free => {
-                    return Err(corrupt(format!("page {id}: not a tree page")))
-                }
+                Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
             }
         }
-        Err(corrupt("tree too deep"))
+        Err(bad_tree(self.meta.root, TOO_DEEP))
     }
 
     pub fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let leaf = *self.path(key)?.last().unwrap();
+        let leaf = leaf_of(&self.path(key)?);
         let p = self.page(leaf)?;
         match p.search(key) {
             Ok(i) => {
                 let cell = p.val(i).to_vec();
-                Ok(Some(self.load_value(&cell)?))
+                Ok(Some(self.load_value(leaf, &cell)?))
             }
             Err(_) => Ok(None),
         }
     }
 
-    fn load_value(&mut self, cell: &[u8]) -> Result<Vec<u8>> {
+    /// The value a cell of `leaf` holds, read from its overflow pages if
+    /// it is not inline.
+    fn load_value(&mut self, leaf: PageId, cell: &[u8]) -> Result<Vec<u8>> {
         match cell.first() {
             Some(0) => Ok(cell[1..].to_vec()),
             Some(1) if cell.len() == OVERFLOW_CELL => {
-                let len = u32::from_le_bytes(cell[1..5].try_into().unwrap()) as usize;
-                let mut id = u64::from_le_bytes(cell[5..13].try_into().unwrap());
+                let len = u32_at(cell, 1) as usize;
+                let mut id = u64_at(cell, 5);
                 if len > MAX_VALUE {
-                    return Err(corrupt("overflow value too long"));
+                    return Err(bad_tree(leaf, "an overflow value longer than the limit"));
                 }
                 let mut out = Vec::with_capacity(len);
                 while out.len() < len {
                     let p = self.page(id)?;
                     if p.kind() != Kind::Overflow || p.overflow_data().is_empty() {
-                        return Err(corrupt(format!("page {id}: broken overflow chain")));
+                        return Err(bad_tree(id, "broken overflow chain"));
                     }
                     out.extend_from_slice(p.overflow_data());
                     id = p.next();
                 }
                 if out.len() != len {
-                    return Err(corrupt("overflow chain longer than its value"));
+                    return Err(bad_tree(leaf, "an overflow chain longer than its value"));
                 }
                 Ok(out)
             }
-            _ => Err(corrupt("malformed value cell")),
+            _ => Err(crate::error::bad_page(leaf, "malformed value cell")),
         }
     }
 
     /// The cell for `val`, writing overflow pages when it is not kept inline.
     fn store_value(&mut self, key: &[u8], val: &[u8]) -> Result<Vec<u8>> {
         let ps = self.store.page_size();
+        assert!(
+            val.len() <= MAX_VALUE,
+            "values are checked before they are stored"
+        );
+        assert!(
+            key.len() <= max_key(ps),
+            "keys are checked before they are stored"
+        );
         if Page::cell_size(key.len(), 1 + val.len()) <= max_cell(ps) {
             let mut c = Vec::with_capacity(1 + val.len());
             c.push(0);
@@ -523,6 +573,11 @@ impl Tree<'_> {
         let mut c = vec![1u8];
         c.extend_from_slice(&(val.len() as u32).to_le_bytes());
         c.extend_from_slice(&first.to_le_bytes());
+        debug_assert_eq!(c.len(), OVERFLOW_CELL);
+        debug_assert!(
+            Page::cell_size(key.len(), c.len()) <= max_cell(ps),
+            "the cell fits"
+        );
         Ok(c)
     }
 
@@ -530,7 +585,7 @@ impl Tree<'_> {
     pub fn put(&mut self, key: &[u8], val: &[u8]) -> Result<bool> {
         let cell = self.store_value(key, val)?;
         let path = self.path(key)?;
-        let leaf = *path.last().unwrap();
+        let leaf = leaf_of(&path);
         let p = self.page(leaf)?;
         let cap = Page::capacity(p.size());
         match p.search(key) {
@@ -559,8 +614,12 @@ impl Tree<'_> {
     /// Removes `key`. Returns whether it existed. A leaf left empty leaves
     /// the tree and its page goes on the free list.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool> {
+        debug_assert!(
+            key.len() <= max_key(self.store.page_size()),
+            "keys are checked first"
+        );
         let path = self.path(key)?;
-        let leaf = *path.last().unwrap();
+        let leaf = leaf_of(&path);
         let p = self.page(leaf)?;
         let Ok(i) = p.search(key) else {
             return Ok(false);
@@ -631,6 +690,13 @@ impl Tree<'_> {
         if r.next() != NO_PAGE {
             self.apply(r.next(), Op::SetPrev(left))?;
         }
+        debug_assert!(self.node_holds(left, None, None), "merged leaf {left}");
+        debug_assert!(
+            self.pool
+                .peek(left)
+                .is_some_and(|m| m.len() == l.len() + r.len() && m.next() == r.next()),
+            "leaf {left} took every cell of {right} and its place in the chain"
+        );
         self.apply(parent, Op::Delete(separator))?;
         self.free_page(right)?;
         self.shrink_root()
@@ -639,6 +705,10 @@ impl Tree<'_> {
     /// Joins the siblings of an empty leaf to each other.
     fn unlink_leaf(&mut self, leaf: PageId) -> Result<()> {
         let p = self.page(leaf)?;
+        debug_assert!(
+            p.kind() == Kind::Leaf && p.is_empty(),
+            "only an empty leaf leaves"
+        );
         let (prev, next) = (p.prev(), p.next());
         if prev != NO_PAGE {
             self.apply(prev, Op::SetNext(next))?;
@@ -653,14 +723,14 @@ impl Tree<'_> {
     /// of `path`; a node left with no child at all leaves its parent too.
     fn remove_child(&mut self, path: &[PageId], key: &[u8]) -> Result<()> {
         let Some((&id, above)) = path.split_last() else {
-            return Err(corrupt("removing a child of no node"));
+            return Err(bad_tree(self.meta.root, "a path without an internal node"));
         };
         let p = self.page(id)?;
         debug_assert_eq!(p.kind(), Kind::Internal);
         if p.is_empty() {
             // Its only child, the leftmost, is going: the node goes too.
             if above.is_empty() {
-                return Err(corrupt(format!("root {id} lost its only child")));
+                return Err(bad_tree(id, "the root lost its only child"));
             }
             self.remove_child(above, key)?;
             return self.free_page(id);
@@ -681,6 +751,8 @@ impl Tree<'_> {
 
     /// Puts page `id` (no longer referenced) on the free list.
     fn free_page(&mut self, id: PageId) -> Result<()> {
+        assert_ne!(id, self.meta.root, "the root is never freed");
+        assert_ne!(id, self.meta.free_head, "a page is freed once");
         let mut free = Page::new(self.store.page_size(), id, Kind::Free);
         free.set_next(self.meta.free_head);
         self.put_whole(free)?;
@@ -694,6 +766,10 @@ impl Tree<'_> {
             let root = self.meta.root;
             let p = self.page(root)?;
             if p.kind() != Kind::Internal || !p.is_empty() {
+                debug_assert!(
+                    p.kind() != Kind::Internal || p.next() != NO_PAGE,
+                    "root {root} has a leftmost child"
+                );
                 return Ok(());
             }
             self.meta.root = p.next();
@@ -710,6 +786,7 @@ impl Tree<'_> {
         cell: Vec<u8>,
         replace: bool,
     ) -> Result<()> {
+        assert!(!path.is_empty(), "a split starts at a node");
         let mut level = path.len() - 1;
         let (mut key, mut cell, mut replace) = (key, cell, replace);
         loop {
@@ -721,7 +798,16 @@ impl Tree<'_> {
                 self.split_internal(node, key, cell)?
             };
             let (sep, right) = split;
+            debug_assert!(
+                self.node_holds(id, None, Some(&sep)),
+                "left half of node {id}"
+            );
+            debug_assert!(
+                self.node_holds(right, Some(&sep), None),
+                "right half of node {id}"
+            );
             if level == 0 {
+                assert_eq!(id, self.meta.root, "the top of a path is the root");
                 let mut root = self.alloc(Kind::Internal)?;
                 root.set_next(id);
                 root.insert_at(0, &sep, &right.to_le_bytes());
@@ -798,6 +884,10 @@ impl Tree<'_> {
             self.put_whole(node)?;
         }
         self.put_whole(right)?;
+        debug_assert!(
+            self.sixth_full(id) && self.sixth_full(rid),
+            "a split of leaf {id} leaves both halves a sixth full"
+        );
         if old_next != NO_PAGE {
             self.apply(old_next, Op::SetPrev(rid))?;
         }
@@ -848,9 +938,15 @@ impl Tree<'_> {
             .map(|i| (node.key(i).to_vec(), node.val(i).to_vec()))
             .collect();
         match cells.binary_search_by(|(k, _)| k[..].cmp(&key)) {
-            Ok(_) => return Err(corrupt("separator already in its parent")),
+            Ok(_) => {
+                return Err(bad_tree(
+                    node.id(),
+                    "a new separator is already in its parent",
+                ))
+            }
             Err(i) => cells.insert(i, (key, child)),
         }
+        assert!(cells.len() >= 2, "a full internal node splits in two");
         let at = split_point(&cells).min(cells.len() - 1);
         let mut right = self.alloc(Kind::Internal)?;
         node.clear_cells();
@@ -861,7 +957,7 @@ impl Tree<'_> {
         right.set_next(u64::from_le_bytes(
             up[..]
                 .try_into()
-                .map_err(|_| corrupt("bad child pointer"))?,
+                .map_err(|_| bad_tree(node.id(), "a child pointer is not 8 bytes"))?,
         ));
         for (i, (k, v)) in cells[at + 1..].iter().enumerate() {
             right.insert_at(i, k, v);
@@ -882,8 +978,8 @@ impl Tree<'_> {
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         let start = match (reverse, lo, hi) {
-            (false, Bound::Included(k) | Bound::Excluded(k), _) => *self.path(k)?.last().unwrap(),
-            (true, _, Bound::Included(k) | Bound::Excluded(k)) => *self.path(k)?.last().unwrap(),
+            (false, Bound::Included(k) | Bound::Excluded(k), _) => leaf_of(&self.path(k)?),
+            (true, _, Bound::Included(k) | Bound::Excluded(k)) => leaf_of(&self.path(k)?),
             (r, _, _) => self.edge_leaf(r)?,
         };
         let mut runs = self.plan_runs(lo, hi, limit)?;
@@ -892,11 +988,11 @@ impl Tree<'_> {
         while id != NO_PAGE && out.len() < limit {
             visited += 1;
             if visited > self.meta.next_page {
-                return Err(corrupt("leaf chain loops"));
+                return Err(bad_tree(start, "the leaf chain loops"));
             }
             let p = self.scan_page(&mut runs, id, lo, hi)?;
             if p.kind() != Kind::Leaf {
-                return Err(corrupt(format!("page {id}: leaf chain reaches a non-leaf")));
+                return Err(bad_tree(id, "the leaf chain reaches a non-leaf"));
             }
             let mut cells = Vec::new();
             let mut done = false;
@@ -925,7 +1021,7 @@ impl Tree<'_> {
                 if out.len() >= limit {
                     break;
                 }
-                let v = self.load_value(&c)?;
+                let v = self.load_value(id, &c)?;
                 out.push((k, v));
             }
             if done {
@@ -933,11 +1029,50 @@ impl Tree<'_> {
             }
             id = next;
         }
+        debug_assert!(out.len() <= limit, "a scan stops at its limit");
+        debug_assert!(
+            out.windows(2).all(|w| match reverse {
+                false => w[0].0 < w[1].0,
+                true => w[0].0 > w[1].0,
+            }),
+            "a scan returns keys in order, each once"
+        );
         Ok(out)
     }
 }
 
 impl Tree<'_> {
+    /// Debug builds: whether resident node `id` is well formed: a leaf or
+    /// an internal node whose cells fit its page in strict key order, every
+    /// key at or above `lo` and below `hi`, an internal node's children all
+    /// allocated pages.
+    fn node_holds(&self, id: PageId, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let Some(p) = self.pool.peek(id) else {
+            return false;
+        };
+        let sorted = (1..p.len()).all(|i| p.key(i - 1) < p.key(i));
+        let inside = (0..p.len())
+            .all(|i| lo.is_none_or(|lo| p.key(i) >= lo) && hi.is_none_or(|hi| p.key(i) < hi));
+        let allocated = |c: PageId| c < self.meta.next_page;
+        let links = match p.kind() {
+            Kind::Leaf => true,
+            Kind::Internal => {
+                allocated(p.next()) && (0..p.len()).all(|i| child_at(p, i).is_ok_and(allocated))
+            }
+            Kind::Overflow | Kind::Free => false,
+        };
+        sorted && inside && links && p.used() <= Page::capacity(p.size())
+    }
+
+    /// Debug builds: whether resident leaf `id` is at least a sixth full,
+    /// as both halves of a leaf split are (each cell is at most a third of
+    /// a page and the split is at the middle byte).
+    fn sixth_full(&self, id: PageId) -> bool {
+        self.pool
+            .peek(id)
+            .is_some_and(|p| p.used() * 6 >= Page::capacity(p.size()))
+    }
+
     /// Runs for a scan of `lo..hi` when it is expected to touch more than
     /// the breakeven fraction of the store (seed 002): then reading it all
     /// in large sequential requests costs less than reading its pages one
@@ -995,7 +1130,7 @@ impl Tree<'_> {
                 child_at(p, a - 1)?
             };
         }
-        Err(corrupt("tree too deep"))
+        Err(bad_tree(self.meta.root, TOO_DEEP))
     }
 
     /// Page `id` for a scan: the buffered copy when there is one (it may be
@@ -1009,7 +1144,7 @@ impl Tree<'_> {
         hi: Bound<&[u8]>,
     ) -> Result<Cow<'_, Page>> {
         if id >= self.meta.next_page {
-            return Err(corrupt(format!("pointer to unallocated page {id}")));
+            return Err(bad_tree(id, "a pointer past the allocated pages"));
         }
         let Some(r) = runs.as_mut().filter(|_| !self.pool.contains(id)) else {
             return Ok(Cow::Borrowed(self.page(id)?));
@@ -1049,6 +1184,7 @@ type CellRef<'a> = (&'a [u8], &'a [u8]);
 /// A leaf's cells with `key`'s cell put in (replacing the key's old one),
 /// borrowed, and where it went.
 fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<'a>>, usize) {
+    debug_assert_eq!(node.kind(), Kind::Leaf, "page {}", node.id());
     let mut cells: Vec<CellRef> = Vec::with_capacity(node.len() + 1);
     cells.extend((0..node.len()).map(|i| (node.key(i), node.val(i))));
     let pos = match node.search(key) {
@@ -1066,6 +1202,7 @@ fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<
 
 /// Index of the first cell of the right half: about half the bytes each side.
 fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
+    assert!(cells.len() >= 2, "a split has a cell for each side");
     let size = |(k, v): &(K, V)| Page::cell_size(k.as_ref().len(), v.as_ref().len());
     let total: usize = cells.iter().map(size).sum();
     let mut acc = 0;
@@ -1078,6 +1215,92 @@ fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
     cells.len() - 1
 }
 
+/// What [`Tree::verify`] found: the leaves in key order and the tree's height.
+#[cfg(test)]
+#[derive(Debug)]
+pub(crate) struct Walk {
+    pub height: usize,
+    pub internal: usize,
+    /// Leaves in key order: page, keys, bytes used.
+    pub leaves: Vec<(PageId, usize, usize)>,
+}
+
+#[cfg(test)]
+impl Tree<'_> {
+    /// Test support: walks every node from the root and checks the tree's
+    /// structure: each node's keys in order and within the range its
+    /// parent's separators give it, every leaf at the same depth, the leaf
+    /// chain linking the leaves in key order both ways. (Internal nodes
+    /// are not merged: one may be left with a single child.)
+    pub fn verify(&mut self) -> Result<Walk, String> {
+        let mut walk = Walk {
+            height: 0,
+            internal: 0,
+            leaves: Vec::new(),
+        };
+        self.verify_node(self.meta.root, (None, None), 1, &mut walk)?;
+        for (i, &(id, _, _)) in walk.leaves.iter().enumerate() {
+            let p = self.page(id).map_err(|e| e.to_string())?;
+            let prev = i.checked_sub(1).map_or(NO_PAGE, |j| walk.leaves[j].0);
+            let next = walk.leaves.get(i + 1).map_or(NO_PAGE, |l| l.0);
+            if (p.prev(), p.next()) != (prev, next) {
+                return Err(format!(
+                    "leaf {id}: links {:?}, want {:?}",
+                    (p.prev(), p.next()),
+                    (prev, next)
+                ));
+            }
+        }
+        Ok(walk)
+    }
+
+    fn verify_node(
+        &mut self,
+        id: PageId,
+        (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
+        depth: usize,
+        walk: &mut Walk,
+    ) -> Result<(), String> {
+        let p = self.page(id).map_err(|e| e.to_string())?.clone();
+        let keys: Vec<&[u8]> = (0..p.len()).map(|i| p.key(i)).collect();
+        if keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("page {id}: keys out of order"));
+        }
+        let inside =
+            |k: &[u8]| lo.as_deref().is_none_or(|l| k >= l) && hi.as_deref().is_none_or(|h| k < h);
+        if let Some(k) = keys.iter().find(|k| !inside(k)) {
+            return Err(format!("page {id}: key {k:?} outside {lo:?}..{hi:?}"));
+        }
+        match p.kind() {
+            Kind::Leaf if walk.height == 0 || walk.height == depth => {
+                walk.height = depth;
+                walk.leaves.push((id, p.len(), p.used()));
+                Ok(())
+            }
+            Kind::Leaf => Err(format!(
+                "leaf {id} at depth {depth}, others at {}",
+                walk.height
+            )),
+            Kind::Internal => {
+                walk.internal += 1;
+                let mut bounds: Vec<Option<Vec<u8>>> = vec![lo];
+                bounds.extend(keys.iter().map(|k| Some(k.to_vec())));
+                bounds.push(hi);
+                let mut children = vec![p.next()];
+                for i in 0..p.len() {
+                    children.push(child_at(&p, i).map_err(|e| e.to_string())?);
+                }
+                for (i, c) in children.into_iter().enumerate() {
+                    let range = (bounds[i].clone(), bounds[i + 1].clone());
+                    self.verify_node(c, range, depth + 1, walk)?;
+                }
+                Ok(())
+            }
+            _ => Err(format!("page {id}: not a tree page")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1086,5 +1309,161 @@ mod tests {
     fn key_limit_leaves_room_for_splits() {
         assert_eq!(max_key(4096), MAX_KEY);
         assert_eq!(max_key(1024), 306);
+    }
+
+    use crate::{Db, Options};
+    use flashkv_device::{Geometry, MemDevice};
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+
+    const PAGE: usize = 512;
+    const VALUE: usize = 100;
+
+    /// A store of 512-byte pages and a 4-frame pool, so nodes split after
+    /// a few keys and pages come and go through the page store.
+    fn small_pages() -> Db {
+        let geo = Geometry {
+            sector_size: 512,
+            erase_unit: None,
+            capacity: 32 << 20,
+            program_once: false,
+        };
+        let o = Options::builder()
+            .page_size(PAGE as u32)
+            .buffer_pages(4)
+            .wal_size(1 << 20);
+        Db::open(Box::new(MemDevice::new(geo)), o.build().unwrap()).unwrap()
+    }
+
+    fn key(n: u64) -> [u8; 8] {
+        n.to_be_bytes()
+    }
+
+    fn walk(db: &Db) -> Walk {
+        db.with_tree(|t| Ok(t.verify())).unwrap().unwrap()
+    }
+
+    /// Keys per leaf and separators per internal node, from the page layout.
+    fn fanout() -> (usize, usize) {
+        let cap = Page::capacity(PAGE);
+        let leaf = cap / Page::cell_size(8, 1 + VALUE);
+        let internal = cap / Page::cell_size(8, 8);
+        (leaf, internal)
+    }
+
+    #[test]
+    fn ascending_keys_split_leaves_then_the_root_then_internal_nodes() {
+        let (per_leaf, per_node) = fanout();
+        assert_eq!(
+            (per_leaf, per_node),
+            (4, 21),
+            "the layout the counts below follow"
+        );
+        let db = small_pages();
+        let put = |n: u64| db.put(&key(n), &[n as u8; VALUE]).unwrap();
+        for n in 0..per_leaf as u64 {
+            put(n);
+        }
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (1, 1, 0),
+            "a full root leaf"
+        );
+        // One more key: the leaf splits and a root is made over both halves.
+        put(per_leaf as u64);
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (2, 2, 1),
+            "a leaf and root split"
+        );
+        // Appending fills each leaf before the next is started: the root
+        // holds `per_node` separators, `per_node + 1` full leaves.
+        let full = ((per_node + 1) * per_leaf) as u64;
+        for n in per_leaf as u64 + 1..full {
+            put(n);
+            let w = walk(&db);
+            assert_eq!(w.height, 2, "key {n}");
+            assert!(
+                w.leaves[..w.leaves.len() - 1]
+                    .iter()
+                    .all(|l| l.1 == per_leaf),
+                "key {n}: full leaves"
+            );
+        }
+        assert_eq!(walk(&db).leaves.len(), per_node + 1);
+        // One more leaf overflows the root: an internal split and a new root.
+        put(full);
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (3, per_node + 2, 3),
+            "an internal and root split"
+        );
+        assert_eq!(db.scan(..).unwrap().len(), full as usize + 1);
+    }
+
+    #[test]
+    fn random_keys_split_in_the_middle_and_deletes_merge_back_to_one_leaf() {
+        let (per_leaf, _) = fanout();
+        let db = small_pages();
+        let mut keys: Vec<u64> = (0..600).collect();
+        keys.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(3));
+        let cap = Page::capacity(PAGE);
+        for (i, &n) in keys.iter().enumerate() {
+            db.put(&key(n), &[n as u8; VALUE]).unwrap();
+            let w = walk(&db);
+            assert_eq!(w.leaves.iter().map(|l| l.1).sum::<usize>(), i + 1);
+            // Splits halve full leaves; only the rightmost may have been
+            // started by a key past every other.
+            let (rightmost, rest) = w.leaves.split_last().unwrap();
+            assert!(rightmost.1 >= 1);
+            for l in rest {
+                assert!(
+                    l.2 * 6 >= cap,
+                    "key {n}: leaf {} is {} of {cap} bytes",
+                    l.0,
+                    l.2
+                );
+            }
+        }
+        let grown = walk(&db);
+        assert_eq!(grown.height, 3);
+        assert!(grown.leaves.len() * per_leaf >= 600);
+        // Deletes take empty leaves out of the tree and merge underfull
+        // ones with a sibling: a leaf that leaves the tree holding two or
+        // more keys (one delete takes one) was merged.
+        keys.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(4));
+        let (mut before, mut merges) = (grown.leaves, 0);
+        for (i, &n) in keys.iter().enumerate() {
+            assert!(db.delete(&key(n)).unwrap());
+            let w = walk(&db);
+            assert_eq!(w.leaves.iter().map(|l| l.1).sum::<usize>(), 600 - i - 1);
+            if w.height > 1 {
+                assert!(
+                    w.leaves.iter().all(|l| l.1 > 0),
+                    "key {n}: an empty leaf stayed"
+                );
+            }
+            let gone = before
+                .iter()
+                .filter(|b| !w.leaves.iter().any(|l| l.0 == b.0));
+            merges += gone.filter(|b| b.1 >= 2).count();
+            before = w.leaves;
+        }
+        assert!(merges > 10, "{merges} merges");
+        let w = walk(&db);
+        assert_eq!(
+            (w.height, w.leaves.len(), w.internal),
+            (1, 1, 0),
+            "back to a root leaf"
+        );
+        let shape = db.shape().unwrap();
+        assert_eq!(
+            (shape.keys, shape.free_pages + 1),
+            (0, shape.pages),
+            "every other page is free"
+        );
     }
 }

@@ -46,6 +46,11 @@ pub(crate) struct Frame {
 impl Frame {
     /// The page store wrote the page.
     pub fn clean(&mut self) {
+        debug_assert!(
+            !self.pinned,
+            "page {}: written while a batch pins it",
+            self.page.id()
+        );
         self.dirty = false;
         self.bomb = false;
         self.log.clear();
@@ -64,9 +69,13 @@ pub(crate) enum Change {
 /// Buffer counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BufferStats {
+    /// Page requests the pool served.
     pub hits: u64,
+    /// Page requests that read the page store.
     pub misses: u64,
+    /// Evictions that wrote the victim (and its group) back.
     pub dirty_evictions: u64,
+    /// Evictions of unchanged pages: nothing written.
     pub clean_evictions: u64,
     /// Dirty pages written along with a victim of the same erase unit.
     pub group_writes: u64,
@@ -194,7 +203,13 @@ impl BufferPool {
         if changed && !self.imaged.contains(&id) {
             match dirty {
                 true => self.unimaged += 1,
-                false => self.unimaged -= 1,
+                false => {
+                    assert!(
+                        self.unimaged > 0,
+                        "page {id}: more unimaged pages cleaned than dirtied"
+                    );
+                    self.unimaged -= 1;
+                }
             }
         }
     }
@@ -202,16 +217,22 @@ impl BufferPool {
     /// The log now holds an image of `id` (durably once it is flushed).
     pub fn mark_imaged(&mut self, id: PageId) {
         if self.imaged.insert(id) && self.dirty.contains(&id) {
+            assert!(
+                self.unimaged > 0,
+                "page {id}: dirty, unimaged, yet not counted"
+            );
             self.unimaged -= 1;
         }
     }
 
+    /// Whether the log holds an image of `id` since the checkpoint.
     pub fn is_imaged(&self, id: PageId) -> bool {
         self.imaged.contains(&id)
     }
 
     /// A new log epoch began: it holds no images yet.
     pub fn new_epoch(&mut self) {
+        debug_assert!(self.pinned.is_empty(), "an epoch begins between batches");
         self.imaged.clear();
         self.unimaged = self.dirty.len();
     }
@@ -282,6 +303,10 @@ impl BufferPool {
     /// order. Runs first under the exclusive lock, so those pages are
     /// still resident.
     pub fn drain_shared(&mut self) {
+        debug_assert!(
+            self.idle(),
+            "shared uses are handed over between operations"
+        );
         for shard in &mut self.shared {
             let s = std::mem::take(shard.get_mut().unwrap_or_else(|e| e.into_inner()));
             self.stats.hits += s.hits;
@@ -319,6 +344,11 @@ impl BufferPool {
     /// Remembers the page's state before the running batch changes it,
     /// and that the batch pins it.
     fn save(&mut self, id: PageId) {
+        debug_assert_eq!(
+            self.undo.len(),
+            self.pinned.len(),
+            "every pinned page has its undo"
+        );
         if !self.undo.contains_key(&id) {
             let before = self.frames.get(&id).cloned();
             self.undo.insert(id, before);
@@ -343,6 +373,7 @@ impl BufferPool {
             lsn: 0,
         };
         let index = is_index(&f);
+        debug_assert_eq!(f.page.id(), id, "a frame holds its own page");
         match self.frames.insert(id, f) {
             Some(old) => {
                 self.index_pages =
@@ -371,11 +402,16 @@ impl BufferPool {
         self.save(id);
         self.insert(id, page, true, true);
         self.changes.insert(id, Change::Whole);
+        debug_assert!(self.dirty.contains(&id), "page {id} rewritten is dirty");
         Ok(())
     }
 
     /// A page recovered from the write-ahead log: dirty, written whole, not pinned.
     pub fn install(&mut self, page: Page) {
+        debug_assert!(
+            self.pinned.is_empty(),
+            "recovery installs pages outside any batch"
+        );
         self.insert(page.id(), page, true, false);
     }
 
@@ -415,6 +451,10 @@ impl BufferPool {
                 f.records += 1;
             }
         }
+        debug_assert!(
+            f.bomb || f.log.len() <= log_cap,
+            "page {id}: its log fits a sector"
+        );
         self.set_dirty(id, true);
         Ok(())
     }
@@ -427,6 +467,11 @@ impl BufferPool {
     /// The pages the running batch changed, by page id, with what it did
     /// to each.
     pub fn batch(&self) -> Vec<(&Page, &Change)> {
+        debug_assert_eq!(
+            self.changes.len(),
+            self.pinned.len(),
+            "every pinned page has its change"
+        );
         let mut v: Vec<(&Page, &Change)> = self
             .pinned
             .iter()
@@ -439,9 +484,10 @@ impl BufferPool {
     /// Applies logged operations to a page recovery installed earlier.
     pub fn replay_ops(&mut self, id: PageId, ops: &[Op]) -> Result<()> {
         let Some(f) = self.frames.get_mut(&id) else {
-            return Err(crate::error::corrupt(format!(
-                "log changes page {id}, which has no image in the log since the checkpoint"
-            )));
+            return Err(crate::error::bad_page(
+                id,
+                "the log changes it, but holds no image of it since the checkpoint",
+            ));
         };
         debug_assert!(f.dirty, "a page recovery installed is dirty");
         for op in ops {
@@ -468,6 +514,10 @@ impl BufferPool {
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
             debug_assert!(f.pinned, "page {id} listed as pinned");
+            debug_assert!(
+                f.dirty,
+                "page {id}: a batch's pages are dirty until written"
+            );
             f.pinned = false;
             f.lsn = disk.logged;
         }
@@ -476,11 +526,16 @@ impl BufferPool {
                 break;
             }
         }
+        debug_assert!(self.idle(), "a committed batch leaves nothing pinned");
         Ok(())
     }
 
     fn remove(&mut self, id: PageId) {
         if let Some(f) = self.frames.remove(&id) {
+            assert!(
+                self.index_pages >= usize::from(is_index(&f)),
+                "index pages counted"
+            );
             self.index_pages -= usize::from(is_index(&f));
             self.policy.forget(id);
             self.set_dirty(id, false);
@@ -507,6 +562,7 @@ impl BufferPool {
                 }
             }
         }
+        debug_assert!(self.consistent(), "the pool after a rollback");
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
@@ -529,6 +585,11 @@ impl BufferPool {
         let Some(victim) = self.policy.victim(&view) else {
             return Ok(false);
         };
+        assert!(
+            view.evictable(victim),
+            "policy {} chose page {victim}, which may not leave",
+            self.policy.name()
+        );
         let f = &self.frames[&victim];
         if f.dirty {
             let unit = store.unit_of(victim);
@@ -571,6 +632,10 @@ impl BufferPool {
             .map(|id| (*id, self.frames.remove(id).expect("resident")))
             .collect();
         let r = store.write(disk, &mut taken);
+        debug_assert!(
+            r.is_err() || taken.iter().all(|(_, f)| !f.dirty),
+            "a page store marks what it wrote clean"
+        );
         for (id, f) in taken {
             self.frames.insert(id, f);
             self.note(id);
@@ -620,6 +685,7 @@ impl BufferPool {
     /// Writes every dirty page, unit by unit; pages stay resident. The
     /// images the write-back needs are logged first, all together.
     pub fn flush_all(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        assert!(self.idle(), "a checkpoint runs between batches");
         let dirty: Vec<PageId> = self.dirty.iter().copied().collect();
         self.log_images(store, disk, dirty.into_iter())?;
         let mut units: Vec<(u64, PageId)> =
@@ -630,6 +696,46 @@ impl BufferPool {
             self.write(store, disk, &ids)?;
         }
         debug_assert!(self.dirty.is_empty(), "flush_all left dirty pages");
+        debug_assert!(self.consistent(), "the pool after a checkpoint");
         Ok(())
+    }
+
+    /// Whether no batch is running: nothing pinned, nothing to undo.
+    pub fn idle(&self) -> bool {
+        self.pinned.is_empty() && self.undo.is_empty() && self.changes.is_empty()
+    }
+
+    /// Debug builds: whether the bookkeeping agrees with the frames (a
+    /// walk of every frame: run at checkpoints and rollbacks, not per
+    /// operation).
+    fn consistent(&self) -> bool {
+        let dirty: BTreeSet<PageId> = self
+            .frames
+            .iter()
+            .filter(|(_, f)| f.dirty)
+            .map(|(id, _)| *id)
+            .collect();
+        let pinned: HashSet<PageId> = self
+            .frames
+            .iter()
+            .filter(|(_, f)| f.pinned)
+            .map(|(id, _)| *id)
+            .collect();
+        let index = self.frames.values().filter(|f| is_index(f)).count();
+        let logs_clean = self
+            .frames
+            .values()
+            .all(|f| f.dirty || (f.log.is_empty() && f.records == 0 && !f.bomb));
+        dirty == self.dirty
+            && pinned.len() == self.pinned.len()
+            && self.pinned.iter().all(|id| pinned.contains(id))
+            && index == self.index_pages
+            && logs_clean
+            && self.unimaged
+                == self
+                    .dirty
+                    .iter()
+                    .filter(|p| !self.imaged.contains(p))
+                    .count()
     }
 }

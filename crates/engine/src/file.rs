@@ -2,7 +2,7 @@
 //! a time writes it.
 //!
 //! The device a file store sees has a fixed *virtual* capacity
-//! ([`crate::Options::max_size`]); the file itself is only as long as the
+//! ([`crate::OptionsBuilder::max_size`]); the file itself is only as long as the
 //! highest byte written, and reads past its end return zeros, so a new store
 //! of a few pages is a few hundred KiB on disk, not its capacity. Buffered
 //! I/O with fdatasync on flush: O_DIRECT would force 4 KiB sectors, and
@@ -90,10 +90,11 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
         .create_new(created)
         .open(path)
         .map_err(|e| io_err(path, e))?;
+    let capacity = capacity - capacity % u64::from(SECTOR);
     let dev = StoreFile {
         file,
         path: path.to_path_buf(),
-        capacity: capacity - capacity % u64::from(SECTOR),
+        capacity,
         opened: Instant::now(),
         stats: DeviceStats::default(),
     };
@@ -210,6 +211,7 @@ impl BlockDevice for StoreFile {
                 Err(e) => return Err(self.dev_err(e)),
             }
         }
+        debug_assert!(got <= buf.len(), "a read fills at most its buffer");
         buf[got..].fill(0);
         self.stats.host_reads += 1;
         self.stats.host_read_bytes += buf.len() as u64;

@@ -17,13 +17,24 @@ pub enum Region {
     Data,
 }
 
+/// Whether `len` bytes at `off` are whole sectors of a device of `geo`.
+fn aligned(geo: Geometry, off: u64, len: usize) -> bool {
+    let s = u64::from(geo.sector_size);
+    off % s == 0 && len as u64 % s == 0
+}
+
 /// Host operations on one region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct RegionStats {
+    /// Read requests.
     pub reads: u64,
+    /// Write requests.
     pub writes: u64,
+    /// Bytes read.
     pub read_bytes: u64,
+    /// Bytes written.
     pub write_bytes: u64,
+    /// Erase units erased (or ranges trimmed where there are none).
     pub erases: u64,
     /// Read-erase-rewrites of a whole erase unit (in-place updates on raw NAND).
     pub unit_rewrites: u64,
@@ -96,7 +107,12 @@ impl Disk {
     }
 
     pub fn read(&mut self, r: Region, off: u64, buf: &mut [u8]) -> Result<()> {
-        let (dev, _, at) = self.device(r);
+        let (dev, geo, at) = self.device(r);
+        debug_assert!(
+            aligned(geo, off, buf.len()),
+            "read of {} bytes at {off} is sector-aligned",
+            buf.len()
+        );
         dev.read_at(at, off, buf)?;
         let s = self.region(r);
         s.reads += 1;
@@ -105,7 +121,13 @@ impl Disk {
     }
 
     pub fn write(&mut self, r: Region, off: u64, buf: &[u8]) -> Result<()> {
-        let (dev, _, at) = self.device(r);
+        assert!(!buf.is_empty(), "a write writes something");
+        let (dev, geo, at) = self.device(r);
+        debug_assert!(
+            aligned(geo, off, buf.len()),
+            "write of {} bytes at {off} is sector-aligned",
+            buf.len()
+        );
         dev.write_at(at, off, buf)?;
         let s = self.region(r);
         s.writes += 1;
@@ -117,6 +139,7 @@ impl Disk {
     /// them; elsewhere tells the device the range is free (trim), ignoring
     /// devices that cannot trim. Counted as one erase either way.
     pub fn erase(&mut self, r: Region, off: u64, len: u64) -> Result<()> {
+        assert!(len > 0, "an erase covers something");
         let (dev, geo, at) = self.device(r);
         match geo.erase_unit {
             Some(eu) => {
@@ -160,11 +183,19 @@ impl Disk {
         }
         self.dev.flush_at(at)?;
         self.log_durable();
+        debug_assert_eq!(
+            self.synced, self.logged,
+            "a flush makes every record durable"
+        );
         Ok(())
     }
 
     /// A flush completed: every record appended so far is durable.
     fn log_durable(&mut self) {
+        debug_assert!(
+            self.synced <= self.logged,
+            "no more records durable than appended"
+        );
         self.flushes += 1;
         self.synced = self.logged;
         if let Some(w) = &mut self.journal {
@@ -213,6 +244,11 @@ impl Disk {
 
     /// Makes the log durable up to record `lsn` (a count of appends).
     pub fn barrier(&mut self, lsn: u64) -> Result<()> {
+        assert!(
+            lsn <= self.logged,
+            "record {lsn} was appended (of {})",
+            self.logged
+        );
         if lsn > self.synced {
             self.flush()?;
         }

@@ -48,6 +48,14 @@ impl<'a> Range<'a> {
     fn refill(&mut self) -> Result<()> {
         let range = (as_ref(&self.lo), as_ref(&self.hi));
         let chunk = self.db.scan_dir(range, self.reverse, self.chunk)?;
+        debug_assert!(chunk.len() <= self.chunk, "a chunk stops at its size");
+        debug_assert!(
+            chunk.first().is_none_or(|(k, _)| match self.reverse {
+                false => crate::btree::above(k, range.0),
+                true => crate::btree::below(k, range.1),
+            }),
+            "a chunk starts past the pairs already returned"
+        );
         self.done = chunk.len() < self.chunk;
         self.chunk = (self.chunk * 2).min(MAX_CHUNK);
         if let Some((last, _)) = chunk.last() {

@@ -25,7 +25,7 @@
 //! before any of those pages may reach the page store (each buffered page
 //! remembers the record holding its latest change, and the log is flushed
 //! up to it before the page is written), and it is durable once the device
-//! is flushed ([`Db::flush`], or every write with [`Options::sync`]). A
+//! is flushed ([`Db::flush`], or every write with [`OptionsBuilder::sync`]). A
 //! batch's pages stay in the buffer pool until its record is written. Page
 //! stores only ever overwrite pages whose state the log can rebuild; the
 //! in-page-logging store logs each erase-unit map
@@ -37,9 +37,10 @@
 //! replays the log records of its epoch in order, stopping at the first torn,
 //! missing or out-of-sequence one, copies what it found into one record of a
 //! new epoch in the other half of the log (so a crash during recovery loses
-//! nothing), and checkpoints. With [`Options::wal`] off nothing is durable
-//! before [`Db::flush`] and a crash may leave the store unreadable: that mode
-//! exists to count page-store I/O alone, as seed 001 did.
+//! nothing), and checkpoints. With the log off ([`LabOptions::wal`], the
+//! `lab` feature) nothing is durable before [`Db::flush`] and a crash may
+//! leave the store unreadable: that mode exists to count page-store I/O
+//! alone, as seed 001 did.
 //!
 //! # Device layout
 //!
@@ -48,13 +49,13 @@
 //! ([`Stats::data_io`], [`Stats::wal_io`], [`Stats::meta_io`]; the in-place
 //! store's scratch units count as meta), so page-store I/O can be reported
 //! the way seed 001 does. For seed 001's setting use `buffer_pages(1)`,
-//! [`Options::index_in_memory`] and, to count the page store alone,
-//! `wal(false)`.
+//! [`LabOptions::index_in_memory`] and, to count the page store alone,
+//! [`LabOptions::wal`] off (the `lab` feature).
 //!
 //! # Request sizes
 //!
 //! By default every page is read and written on its own. With
-//! [`Options::tuned_for`] and an [`IoProfile`] (the lab's advisor,
+//! [`OptionsBuilder::io_profile`] and an [`IoProfile`] (the lab's advisor,
 //! `flashkv advise`, derives one from a device profile: its best
 //! sequential-read and sequential-write block sizes and seed 002's
 //! scan-versus-random breakeven), an unlimited range scan whose range the
@@ -72,12 +73,15 @@
 //!
 //! # Limits
 //!
-//! A leaf emptied by deletes leaves the tree and its page is reused, but
-//! underfull leaves are not merged. Writes are serialised by one lock
+//! A leaf emptied by deletes leaves the tree and its page is reused; a leaf
+//! under a quarter full merges with a sibling under the same parent when
+//! both fit one page, but internal nodes are never merged (one may be left
+//! with a single child) and a leaf whose siblings are too full stays
+//! underfull. Writes are serialised by one lock
 //! (one writer at a time); point reads and short scans of pages in the buffer pool run
 //! in parallel under a shared lock. A batch's record (page images on first
 //! change, operations after) must fit half the write-ahead log
-//! ([`Options::wal_size`]). An in-page-logging store holds
+//! ([`OptionsBuilder::wal_size`]). An in-page-logging store holds
 //! at most what its erase-unit map in a 1 MiB checkpoint slot describes
 //! (about 2.2 GiB with the seed layout).
 //!
@@ -94,16 +98,23 @@
 //! middle of an operation every call answers [`Error::Poisoned`] until the
 //! store is reopened.
 //!
+//! A key that is not there is an answer, not an error: `get` returns
+//! `None`, `update` and `delete` return `false`. Damage is
+//! [`Error::Corrupt`], naming the [`Structure`] and its [`Location`].
+//!
 //! ```
 //! use flashkv_engine::{Db, Options};
 //! let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
 //! let k = db.insert_auto(b"first").unwrap();
 //! db.put(b"x", b"1").unwrap();
-//! db.update(b"x", b"2").unwrap();
-//! assert!(db.update(b"missing", b"v").is_err());
+//! assert!(db.update(b"x", b"2").unwrap());
+//! assert!(!db.update(b"missing", b"v").unwrap());
 //! assert_eq!(db.get(&k.to_be_bytes()).unwrap(), Some(b"first".to_vec()));
 //! assert_eq!(db.scan_rev(..).unwrap()[0].0, b"x".to_vec());
 //! ```
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 mod btree;
 mod buffer;
@@ -112,6 +123,7 @@ mod error;
 mod file;
 mod io;
 mod iter;
+mod le;
 mod logdev;
 mod options;
 mod page;
@@ -125,10 +137,13 @@ mod wal;
 pub use btree::{Shape, MAX_KEY, MAX_VALUE};
 pub use buffer::BufferStats;
 pub use db::{BatchOp, Db, Devices, Stats, WriteBatch};
-pub use error::{Error, Result};
+pub use error::{Error, Location, Result, Structure};
 pub use io::RegionStats;
 pub use iter::Range;
-pub use options::{IoProfile, IplGeometry, Options, PolicyFactory, StoreKind, LOG_SECTOR};
+pub use options::{
+    IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, PolicyFactory, StoreKind,
+    LOG_SECTOR,
+};
 pub use page::PageId;
 pub use policies::{policy_by_name, POLICY_NAMES};
 pub use policy::{FrameInfo, FrameView, Lru, Policy};

@@ -8,8 +8,9 @@
 //! Header (first sector): magic "FKVLOG\0\0", version, the id (u64), crc32c
 //! of the bytes before it.
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u32_at, u64_at};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FKVLOG\0\0");
 const VERSION: u8 = 1;
@@ -44,16 +45,17 @@ pub(crate) fn write_header(disk: &mut Disk, id: u64) -> Result<()> {
 pub(crate) fn check_header(disk: &mut Disk, id: u64) -> Result<()> {
     let mut buf = vec![0u8; disk.log_geo.sector_size as usize];
     disk.read(Region::Wal, 0, &mut buf)?;
-    let magic = u64::from_le_bytes(buf[0..8].try_into().expect("8 bytes"));
-    if magic != MAGIC {
-        return Err(Error::Options(
-            "the log device holds no flashkv log: give the device the store was created with"
-                .into(),
+    if u64_at(&buf, 0) != MAGIC {
+        return Err(Error::WrongLogDevice(
+            "the log device holds no flashkv log: give the device the store was created with",
         ));
     }
-    let crc = u32::from_le_bytes(buf[17..BYTES].try_into().expect("4 bytes"));
-    if crc != crc32c::crc32c(&buf[..17]) {
-        return Err(corrupt("log device header checksum mismatch"));
+    if u32_at(&buf, 17) != crc32c::crc32c(&buf[..17]) {
+        return Err(corrupt(
+            Structure::LogDeviceHeader,
+            Location::Offset(0),
+            "checksum mismatch",
+        ));
     }
     if buf[8] != VERSION {
         return Err(Error::Version {
@@ -62,10 +64,9 @@ pub(crate) fn check_header(disk: &mut Disk, id: u64) -> Result<()> {
             expected: VERSION,
         });
     }
-    if u64::from_le_bytes(buf[9..17].try_into().expect("8 bytes")) != id {
-        return Err(Error::Options(
-            "the log device belongs to another store: give the device the store was created with"
-                .into(),
+    if u64_at(&buf, 9) != id {
+        return Err(Error::WrongLogDevice(
+            "the log device belongs to another store: give the device the store was created with",
         ));
     }
     Ok(())

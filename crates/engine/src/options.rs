@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::error::{invalid, Result};
 use crate::policy::{Lru, Policy};
 
 /// How in-page logging divides an erase unit.
@@ -51,6 +52,33 @@ impl IplGeometry {
             sectors_per_page: Some(sectors_per_page),
         }
     }
+    /// Why this layout cannot work, if it cannot: a page size out of
+    /// range, too many pages per unit for the map's bit set, too many log
+    /// sectors for its owner bytes, or too few for every page.
+    pub(crate) fn problem(&self) -> Option<&'static str> {
+        if let Some(why) = page_size_problem(self.page_size) {
+            return Some(why);
+        }
+        if !(1..=64).contains(&self.pages_per_unit) {
+            return Some("in-page logging takes 1..=64 pages per erase unit");
+        }
+        if self.log_sectors > 255 {
+            return Some("in-page logging takes at most 255 log sectors per erase unit");
+        }
+        match self.sectors_per_page {
+            Some(k)
+                if k == 0
+                    || u64::from(k) * u64::from(self.pages_per_unit)
+                        > u64::from(self.log_sectors) =>
+            {
+                Some("in-page logging needs a log sector for every page")
+            }
+            None if self.log_sectors == 0 => {
+                Some("in-page logging needs a log sector for every page")
+            }
+            _ => None,
+        }
+    }
     /// Bytes of one erase unit.
     pub fn unit_size(&self) -> u64 {
         u64::from(self.page_size) * u64::from(self.pages_per_unit)
@@ -75,6 +103,7 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
+    /// The store's name in reports and on the command line: "in-place" or "ipl".
     pub fn name(&self) -> &'static str {
         match self {
             StoreKind::InPlace => "in-place",
@@ -83,8 +112,9 @@ impl StoreKind {
     }
 }
 
-/// What a device profile says about request sizes, for [`Options::tuned_for`]
-/// (the lab's advisor, `flashkv advise`, makes one from a profile).
+/// What a device profile says about request sizes, for
+/// [`OptionsBuilder::io_profile`] (the lab's advisor, `flashkv advise`,
+/// makes one from a profile).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IoProfile {
     /// Bytes per device read when a scan reads the page store sequentially
@@ -101,51 +131,90 @@ pub struct IoProfile {
 /// Makes a replacement policy for a pool of the given number of frames.
 pub type PolicyFactory = Arc<dyn Fn(usize) -> Box<dyn Policy> + Send + Sync>;
 
-/// Options for [`crate::Db::open`].
+/// Page size of an in-place store unless [`OptionsBuilder::page_size`] says otherwise.
+const PAGE_SIZE: u32 = 4096;
+/// Buffer pool frames unless [`OptionsBuilder::buffer_pages`] says otherwise.
+const BUFFER_PAGES: usize = 256;
+/// Bytes of write-ahead log unless [`OptionsBuilder::wal_size`] says otherwise.
+const WAL_SIZE: u64 = 16 << 20;
+/// The smallest write-ahead log: room for a batch of a few large pages.
+const MIN_WAL: u64 = 64 << 10;
+
+/// Why a page size cannot be used, if it cannot.
+fn page_size_problem(bytes: u32) -> Option<&'static str> {
+    match (512..=65536).contains(&bytes) && bytes % 512 == 0 {
+        true => None,
+        false => Some("a page is 512..=65536 bytes, a multiple of 512"),
+    }
+}
+
+/// Options for opening a store, validated when built: make them with
+/// [`Options::builder`], or take [`Options::default`].
+///
+/// ```
+/// use flashkv_engine::{Options, StoreKind};
+/// let o = Options::builder().store(StoreKind::InPlace).buffer_pages(1024).sync(true).build().unwrap();
+/// # let _ = o;
+/// assert!(Options::builder().buffer_pages(0).build().is_err());
+/// ```
 #[derive(Clone)]
 pub struct Options {
-    /// Page store; `None` means the one the store was created with, or
-    /// `InPlace` for a new store. A mismatch with the stored one is an error.
-    pub store: Option<StoreKind>,
-    /// Page size of the in-place store (IPL takes it from its geometry).
-    pub page_size: u32,
-    /// Buffer pool frames (at least 1). A write batch may pin more frames
-    /// while it runs; the pool shrinks back when it commits.
-    pub buffer_pages: usize,
-    /// Buffer replacement policy.
-    pub policy: PolicyFactory,
-    /// Keep the B+-tree's internal pages resident outside the buffer budget,
-    /// as seed 001 keeps its index in main memory: with `buffer_pages = 1`
-    /// the one frame then holds data (leaf and overflow) pages only.
-    pub index_in_memory: bool,
-    /// Write-ahead log. Without it nothing is durable until [`crate::Db::flush`]
-    /// and a crash can corrupt the store: only for experiments that count
-    /// page-store I/O alone.
-    pub wal: bool,
-    /// Bytes reserved for the write-ahead log.
-    pub wal_size: u64,
-    /// Make every write durable before it returns (a device flush per write).
-    pub sync: bool,
-    /// Bytes of the device the store may use; `None` = min(capacity, 1 GiB).
-    pub max_size: Option<u64>,
-    /// Request sizes and scan breakeven of the device; `None`: every page
-    /// is read and written on its own.
-    pub io: Option<IoProfile>,
+    pub(crate) store: Option<StoreKind>,
+    pub(crate) page_size: Option<u32>,
+    pub(crate) buffer_pages: usize,
+    pub(crate) policy: PolicyFactory,
+    pub(crate) wal_size: u64,
+    pub(crate) sync: bool,
+    pub(crate) max_size: Option<u64>,
+    pub(crate) io: Option<IoProfile>,
+    pub(crate) lab: LabOptions,
 }
+
+/// Knobs for experiments that count page-store I/O the way seed 001 does.
+/// They weaken what a store guarantees, so they are not for production
+/// use: they are set through `OptionsBuilder::lab`, which only builds
+/// with the crate's `lab` feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabOptions {
+    /// Write-ahead log. Without it nothing is durable until
+    /// [`crate::Db::flush`] and a crash can leave the store unreadable.
+    /// Default: `true`.
+    pub wal: bool,
+    /// Keep the B+-tree's internal pages resident outside the buffer
+    /// budget, as seed 001 keeps its index in main memory: with one buffer
+    /// page the frame then holds data (leaf and overflow) pages only.
+    /// Default: `false`.
+    pub index_in_memory: bool,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions {
+            wal: true,
+            index_in_memory: false,
+        }
+    }
+}
+
+/// Builds [`Options`]: every setter says its default, and
+/// [`OptionsBuilder::build`] checks what can be checked before a device is
+/// seen (what depends on the device is checked when the store opens).
+#[derive(Clone)]
+#[must_use = "a builder does nothing until it is built"]
+pub struct OptionsBuilder(Options);
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             store: None,
-            page_size: 4096,
-            buffer_pages: 256,
+            page_size: None,
+            buffer_pages: BUFFER_PAGES,
             policy: Arc::new(|_| Box::new(Lru::default())),
-            index_in_memory: false,
-            wal: true,
-            wal_size: 16 << 20,
+            wal_size: WAL_SIZE,
             sync: false,
             max_size: None,
             io: None,
+            lab: LabOptions::default(),
         }
     }
 }
@@ -156,61 +225,241 @@ impl std::fmt::Debug for Options {
             .field("store", &self.store)
             .field("page_size", &self.page_size)
             .field("buffer_pages", &self.buffer_pages)
-            .field("index_in_memory", &self.index_in_memory)
-            .field("wal", &self.wal)
             .field("wal_size", &self.wal_size)
             .field("sync", &self.sync)
             .field("max_size", &self.max_size)
             .field("io", &self.io)
+            .field("lab", &self.lab)
             .finish()
     }
 }
 
 impl Options {
-    /// The default options, with reads and writes sized for the device
-    /// `profile` describes: a range scan expected to touch more than the
-    /// breakeven fraction of the page store reads it in runs of
-    /// `scan_read_bytes` instead of page by page, and consecutive new pages
-    /// are written in requests of up to `seq_write_bytes`.
-    pub fn tuned_for(profile: &IoProfile) -> Options {
-        Options::default().io_profile(*profile)
+    /// A builder starting from the defaults.
+    pub fn builder() -> OptionsBuilder {
+        OptionsBuilder(Options::default())
     }
-    /// Sizes reads and writes for a device (see [`Options::tuned_for`]).
-    pub fn io_profile(mut self, profile: IoProfile) -> Self {
-        self.io = Some(profile);
-        self
+
+    /// A builder starting from these options.
+    pub fn to_builder(&self) -> OptionsBuilder {
+        OptionsBuilder(self.clone())
     }
-    /// Chooses the page store.
+
+    /// Page size of a new in-place store.
+    pub(crate) fn in_place_page_size(&self) -> u32 {
+        self.page_size.unwrap_or(PAGE_SIZE)
+    }
+}
+
+impl OptionsBuilder {
+    /// The page store. A store opened with another one than it was
+    /// created with is refused ([`crate::Error::StoreMismatch`]).
+    /// Default: the one the store was created with; for a new store
+    /// [`StoreKind::InPlace`].
     pub fn store(mut self, kind: StoreKind) -> Self {
-        self.store = Some(kind);
+        self.0.store = Some(kind);
         self
     }
-    pub fn buffer_pages(mut self, n: usize) -> Self {
-        self.buffer_pages = n;
+
+    /// Page size of a new in-place store: 512..=65536 bytes, a multiple of
+    /// 512 and of the device's sector, dividing its erase unit. In-page
+    /// logging takes its geometry's page size; a different one here is an
+    /// error. Default: 4096.
+    pub fn page_size(mut self, bytes: u32) -> Self {
+        self.0.page_size = Some(bytes);
         self
     }
-    pub fn wal(mut self, on: bool) -> Self {
-        self.wal = on;
+
+    /// Buffer pool frames, at least 1. A write batch may pin more frames
+    /// while it runs; the pool shrinks back when it commits. Default: 256.
+    pub fn buffer_pages(mut self, frames: usize) -> Self {
+        self.0.buffer_pages = frames;
         self
     }
+
+    /// The buffer replacement policy ([`crate::policy_by_name`] makes the
+    /// built-in ones). Default: [`crate::Lru`].
+    pub fn policy(mut self, factory: PolicyFactory) -> Self {
+        self.0.policy = factory;
+        self
+    }
+
+    /// Bytes reserved for the write-ahead log of a new store, at least
+    /// 64 KiB (rounded up to two erase units). A batch's record must fit
+    /// half of it. Default: 16 MiB.
     pub fn wal_size(mut self, bytes: u64) -> Self {
-        self.wal_size = bytes;
+        self.0.wal_size = bytes;
         self
     }
+
+    /// Make every write durable before it returns (a device flush per
+    /// write); otherwise writes are durable after [`crate::Db::flush`].
+    /// Default: `false`.
     pub fn sync(mut self, on: bool) -> Self {
-        self.sync = on;
+        self.0.sync = on;
         self
     }
+
+    /// Bytes of the device a new store may use (for a store in a file: the
+    /// most the file grows to). Default: the whole device; 64 GiB for a
+    /// store in a file.
     pub fn max_size(mut self, bytes: u64) -> Self {
-        self.max_size = Some(bytes);
+        self.0.max_size = Some(bytes);
         self
     }
-    pub fn index_in_memory(mut self, on: bool) -> Self {
-        self.index_in_memory = on;
+
+    /// Sizes reads and writes for the device `profile` describes: a range
+    /// scan expected to touch more than the breakeven fraction of the page
+    /// store reads it in runs of `scan_read_bytes` instead of page by page,
+    /// and consecutive new pages are written in requests of up to
+    /// `seq_write_bytes`. Default: none, every page is read and written on
+    /// its own.
+    pub fn io_profile(mut self, profile: IoProfile) -> Self {
+        self.0.io = Some(profile);
         self
     }
-    pub fn policy(mut self, f: PolicyFactory) -> Self {
-        self.policy = f;
+
+    /// Research knobs ([`LabOptions`]). Default: [`LabOptions::default`].
+    #[cfg(feature = "lab")]
+    pub fn lab(mut self, lab: LabOptions) -> Self {
+        self.0.lab = lab;
         self
+    }
+
+    /// The options, if they are consistent; [`crate::Error::InvalidOption`]
+    /// names the first that is not.
+    pub fn build(self) -> Result<Options> {
+        let o = self.0;
+        if o.buffer_pages == 0 {
+            return Err(invalid(
+                "buffer_pages",
+                "the buffer pool needs at least 1 frame",
+            ));
+        }
+        if o.wal_size < MIN_WAL {
+            return Err(invalid(
+                "wal_size",
+                format!("{} bytes is less than the 64 KiB a log needs", o.wal_size),
+            ));
+        }
+        if o.max_size == Some(0) {
+            return Err(invalid("max_size", "a store needs more than 0 bytes"));
+        }
+        if let Some(why) = o.page_size.and_then(page_size_problem) {
+            return Err(invalid("page_size", why));
+        }
+        if let Some(StoreKind::InPageLogging(g)) = o.store {
+            if let Some(why) = g.problem() {
+                return Err(invalid("store", why));
+            }
+            if o.page_size.is_some_and(|p| p != g.page_size) {
+                return Err(invalid(
+                    "page_size",
+                    "in-page logging takes its geometry's page size",
+                ));
+            }
+        }
+        if let Some(io) = o.io {
+            check_io(&io)?;
+        }
+        Ok(o)
+    }
+}
+
+/// Checks an I/O profile.
+fn check_io(io: &IoProfile) -> Result<()> {
+    if !(0.0..=1.0).contains(&io.breakeven_fraction) {
+        return Err(invalid(
+            "io_profile",
+            format!(
+                "breakeven fraction {} must be within 0..=1",
+                io.breakeven_fraction
+            ),
+        ));
+    }
+    if io.scan_read_bytes == 0 || io.seq_write_bytes == 0 {
+        return Err(invalid(
+            "io_profile",
+            "request sizes must be at least 1 byte",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Error;
+
+    fn refused(b: OptionsBuilder, option: &str) {
+        match b.build() {
+            Err(Error::InvalidOption { option: o, .. }) => assert_eq!(o, option),
+            other => panic!("{option}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_defaults_build() {
+        let o = Options::builder().build().unwrap();
+        assert_eq!(format!("{o:?}"), format!("{:?}", Options::default()));
+        assert_eq!(o.in_place_page_size(), 4096);
+        assert_eq!((o.buffer_pages, o.wal_size, o.sync), (256, 16 << 20, false));
+        assert_eq!(
+            o.lab,
+            LabOptions {
+                wal: true,
+                index_in_memory: false
+            }
+        );
+    }
+
+    #[test]
+    fn build_refuses_what_cannot_work() {
+        refused(Options::builder().buffer_pages(0), "buffer_pages");
+        refused(Options::builder().wal_size((64 << 10) - 1), "wal_size");
+        refused(Options::builder().max_size(0), "max_size");
+        refused(Options::builder().page_size(1000), "page_size");
+        refused(Options::builder().page_size(256), "page_size");
+        refused(Options::builder().page_size(128 << 10), "page_size");
+        let ipl = StoreKind::InPageLogging(IplGeometry::seed());
+        refused(Options::builder().store(ipl).page_size(8192), "page_size");
+        refused(
+            Options::builder().store(StoreKind::InPageLogging(IplGeometry::custom(4096, 65, 1))),
+            "store",
+        );
+        refused(
+            Options::builder().store(StoreKind::InPageLogging(IplGeometry {
+                sectors_per_page: Some(2),
+                ..IplGeometry::seed()
+            })),
+            "store",
+        );
+        let io = IoProfile {
+            scan_read_bytes: 1 << 20,
+            seq_write_bytes: 1 << 20,
+            breakeven_fraction: 1.5,
+        };
+        refused(Options::builder().io_profile(io), "io_profile");
+        let io = IoProfile {
+            breakeven_fraction: f64::NAN,
+            ..io
+        };
+        refused(Options::builder().io_profile(io), "io_profile");
+        let io = IoProfile {
+            scan_read_bytes: 0,
+            breakeven_fraction: 0.5,
+            ..io
+        };
+        refused(Options::builder().io_profile(io), "io_profile");
+        // Built options start a builder that checks again.
+        let o = Options::builder().sync(true).build().unwrap();
+        refused(o.to_builder().buffer_pages(0), "buffer_pages");
+        assert!(o.to_builder().build().unwrap().sync);
+        // The boundaries themselves build.
+        let ok = Options::builder()
+            .buffer_pages(1)
+            .wal_size(64 << 10)
+            .page_size(512);
+        assert!(ok.store(ipl).page_size(4096).build().is_ok());
     }
 }

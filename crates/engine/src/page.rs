@@ -18,12 +18,18 @@
 //!
 //! Cells grow down from the end of the page: `[key len u16][value len u16][key][value]`.
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{bad_page, Error, Result};
+use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
 
+/// A page's number in its page store.
 pub type PageId = u64;
 /// "No page" in sibling and child pointers.
 pub const NO_PAGE: PageId = u64::MAX;
 pub const HEADER: usize = 48;
+/// The smallest page an image can be: a header and a little room.
+const MIN_SIZE: usize = HEADER + 16;
+/// The largest page: slot offsets are u16.
+const MAX_SIZE: usize = 1 << 16;
 pub const PAGE_VERSION: u8 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,19 +58,14 @@ impl std::fmt::Debug for Page {
     }
 }
 
-fn rd16(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
-}
-fn rd32(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
-}
-fn rd64(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
-}
-
 impl Page {
     /// An empty page of `size` bytes.
     pub fn new(size: usize, id: PageId, kind: Kind) -> Page {
+        assert!(
+            (MIN_SIZE..=MAX_SIZE).contains(&size),
+            "page size {size} out of range"
+        );
+        assert_ne!(id, NO_PAGE, "a page has a number");
         let mut p = Page {
             buf: vec![0u8; size].into_boxed_slice(),
         };
@@ -74,6 +75,7 @@ impl Page {
         p.set_u64(16, id);
         p.set_next(NO_PAGE);
         p.set_prev(NO_PAGE);
+        debug_assert!(p.validate().is_ok(), "a new page is valid");
         p
     }
 
@@ -81,11 +83,11 @@ impl Page {
     /// accessor can go out of bounds.
     pub fn from_bytes(buf: Box<[u8]>, expect: PageId) -> Result<Page> {
         let size = buf.len();
-        if size < HEADER + 16 {
-            return Err(corrupt("page too small"));
+        if size < MIN_SIZE {
+            return Err(bad_page(expect, "smaller than a page"));
         }
         if rd32(&buf, 0) != crc32c::crc32c(&buf[4..]) {
-            return Err(corrupt(format!("page {expect}: checksum mismatch")));
+            return Err(bad_page(expect, "checksum mismatch"));
         }
         if buf[4] != PAGE_VERSION {
             return Err(Error::Version {
@@ -96,12 +98,14 @@ impl Page {
         }
         let p = Page { buf };
         if p.id() != expect {
-            return Err(corrupt(format!(
-                "page {expect}: holds page {} instead",
-                p.id()
-            )));
+            return Err(bad_page(expect, "holds another page (a write went astray)"));
         }
         p.validate()?;
+        debug_assert!(
+            p.kind() != Kind::Leaf && p.kind() != Kind::Internal
+                || p.used() <= Self::capacity(size),
+            "page {expect}: a valid page fits its cells"
+        );
         Ok(p)
     }
 
@@ -109,7 +113,7 @@ impl Page {
         let size = self.buf.len();
         let kind = self.buf[5];
         let n = self.len();
-        let bad = |what: &str| corrupt(format!("page {}: {what}", self.id()));
+        let bad = |why| bad_page(self.id(), why);
         match kind {
             1 | 2 => {}
             4 if n == 0 => return Ok(()),
@@ -152,8 +156,16 @@ impl Page {
         Ok(())
     }
 
-    /// Stamps the checksum and returns the image to write.
+    /// Stamps the checksum and returns the image to write: a page that
+    /// would not read back is never written.
     pub fn seal(&mut self) -> &[u8] {
+        assert_eq!(self.buf[4], PAGE_VERSION, "page {}: version", self.id());
+        debug_assert!(
+            self.validate().is_ok(),
+            "page {}: written invalid: {:?}",
+            self.id(),
+            self.validate().err()
+        );
         let c = crc32c::crc32c(&self.buf[4..]);
         self.buf[0..4].copy_from_slice(&c.to_le_bytes());
         &self.buf
@@ -214,6 +226,12 @@ impl Page {
     }
 
     fn cell(&self, i: usize) -> (usize, usize, usize) {
+        debug_assert!(
+            i < self.len(),
+            "page {}: cell {i} of {}",
+            self.id(),
+            self.len()
+        );
         let off = rd16(&self.buf, HEADER + 2 * i) as usize;
         let kl = rd16(&self.buf, off) as usize;
         let vl = rd16(&self.buf, off + 2) as usize;
@@ -239,6 +257,14 @@ impl Page {
                 std::cmp::Ordering::Equal => return Ok(mid),
             }
         }
+        debug_assert!(
+            lo == 0 || self.key(lo - 1) < key,
+            "keys before the slot are smaller"
+        );
+        debug_assert!(
+            lo == self.len() || self.key(lo) > key,
+            "keys from the slot are larger"
+        );
         Err(lo)
     }
 
@@ -281,6 +307,18 @@ impl Page {
     /// Inserts a cell at `slot` (keys must stay sorted). Caller checked `fits`.
     pub fn insert_at(&mut self, slot: usize, key: &[u8], val: &[u8]) {
         let n = self.len();
+        assert!(slot <= n, "page {}: slot {slot} past {n} cells", self.id());
+        assert!(
+            key.len() <= usize::from(u16::MAX) && val.len() <= usize::from(u16::MAX),
+            "cell lengths fit their u16 fields"
+        );
+        assert!(
+            self.fits(key.len(), val.len()),
+            "page {}: the cell fits",
+            self.id()
+        );
+        debug_assert!(slot == 0 || self.key(slot - 1) < key, "keys stay sorted");
+        debug_assert!(slot == n || key < self.key(slot), "keys stay sorted");
         let need = 4 + key.len() + val.len();
         if (self.u32(8) as usize) < HEADER + 2 * (n + 1) + need {
             self.compact();
@@ -295,20 +333,33 @@ impl Page {
         self.buf.copy_within(s..HEADER + 2 * n, s + 2);
         self.buf[s..s + 2].copy_from_slice(&(off as u16).to_le_bytes());
         self.buf[6..8].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+        debug_assert_eq!(self.key(slot), key, "the cell is where it was put");
     }
 
     /// Removes the cell at `slot`.
     pub fn remove_at(&mut self, slot: usize) {
         let n = self.len();
+        assert!(slot < n, "page {}: slot {slot} of {n} cells", self.id());
+        let before = self.used();
         let (_, kl, vl) = self.cell(slot);
         let frag = self.u32(12) + (4 + kl + vl) as u32;
         self.set_u32(12, frag);
         let s = HEADER + 2 * slot;
         self.buf.copy_within(s + 2..HEADER + 2 * n, s);
         self.buf[6..8].copy_from_slice(&((n - 1) as u16).to_le_bytes());
+        debug_assert_eq!(
+            self.used() + Self::cell_size(kl, vl),
+            before,
+            "the cell's bytes are free"
+        );
     }
 
+    /// Removes every cell.
     pub fn clear_cells(&mut self) {
+        debug_assert!(
+            matches!(self.kind(), Kind::Leaf | Kind::Internal),
+            "only tree pages hold cells"
+        );
         let size = self.size() as u32;
         self.buf[6..8].copy_from_slice(&0u16.to_le_bytes());
         self.set_u32(8, size);
@@ -321,10 +372,13 @@ impl Page {
         let cells: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
             .map(|i| (self.key(i).to_vec(), self.val(i).to_vec()))
             .collect();
+        let before = self.used();
         self.clear_cells();
         for (i, (k, v)) in cells.iter().enumerate() {
             self.insert_at(i, k, v);
         }
+        debug_assert_eq!(self.u32(12), 0, "a compacted page has no fragments");
+        debug_assert_eq!(self.used(), before, "compaction keeps every cell");
     }
 
     /// The page's bytes that hold anything, as `(head, tail)`: bytes
@@ -343,12 +397,22 @@ impl Page {
 
     /// Payload of an overflow page.
     pub fn overflow_data(&self) -> &[u8] {
+        debug_assert_eq!(self.kind(), Kind::Overflow, "page {}", self.id());
         &self.buf[HEADER..HEADER + self.u32(12) as usize]
     }
+    /// Sets the payload of an overflow page.
     pub fn set_overflow_data(&mut self, data: &[u8]) {
+        assert_eq!(self.kind(), Kind::Overflow, "page {}", self.id());
+        assert!(
+            data.len() <= Self::overflow_capacity(self.size()),
+            "page {}: {} bytes overflow it",
+            self.id(),
+            data.len()
+        );
         self.buf[HEADER..HEADER + data.len()].copy_from_slice(data);
         self.set_u32(12, data.len() as u32);
     }
+    /// Payload bytes an overflow page of `size` holds.
     pub fn overflow_capacity(size: usize) -> usize {
         size - HEADER
     }
@@ -357,7 +421,11 @@ impl Page {
     /// not match the page, which can only happen with a damaged log.
     pub fn apply(&mut self, op: &Op) -> Result<()> {
         let id = self.id();
-        let bad = || corrupt(format!("page {id}: log record does not apply"));
+        let bad = || bad_page(id, "a logged change does not apply to it");
+        let cells = matches!(self.kind(), Kind::Leaf | Kind::Internal);
+        if !cells && matches!(op, Op::Insert(..) | Op::Update(..) | Op::Delete(..)) {
+            return Err(bad());
+        }
         match op {
             Op::Insert(k, v) => match self.search(k) {
                 Err(i) if self.fits(k.len(), v.len()) => self.insert_at(i, k, v),
@@ -380,6 +448,10 @@ impl Page {
             Op::SetNext(p) => self.set_next(*p),
             Op::SetPrev(p) => self.set_prev(*p),
         }
+        debug_assert!(
+            !cells || self.used() <= Self::capacity(self.size()),
+            "page {id}: a change that applies leaves the cells fitting"
+        );
         Ok(())
     }
 }
@@ -398,7 +470,12 @@ impl Op {
     /// Appends the record encoding: `[type][key len u16][value len u16][key][value]`
     /// or `[type][page id u64]`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
         let kv = |out: &mut Vec<u8>, t: u8, k: &[u8], v: &[u8]| {
+            assert!(
+                k.len() <= usize::from(u16::MAX) && v.len() <= usize::from(u16::MAX),
+                "an operation's lengths fit their u16 fields"
+            );
             out.push(t);
             out.extend_from_slice(&(k.len() as u16).to_le_bytes());
             out.extend_from_slice(&(v.len() as u16).to_le_bytes());
@@ -418,8 +495,15 @@ impl Op {
                 out.extend_from_slice(&p.to_le_bytes());
             }
         }
+        debug_assert_eq!(out.len() - start, self.encoded_len(), "encoded length");
+        debug_assert_eq!(
+            Op::decode_all(&out[start..], 1).as_deref(),
+            Ok(std::slice::from_ref(self)),
+            "an operation decodes to itself"
+        );
     }
 
+    /// Bytes [`Op::encode`] appends.
     pub fn encoded_len(&self) -> usize {
         match self {
             Op::Insert(k, v) | Op::Update(k, v) => 5 + k.len() + v.len(),
@@ -428,9 +512,9 @@ impl Op {
         }
     }
 
-    /// Decodes `n` records; any malformed byte is a corruption error.
-    pub fn decode_all(mut b: &[u8], n: usize) -> Result<Vec<Op>> {
-        let bad = || corrupt("malformed log record");
+    /// Decodes `n` records; any malformed byte is an error saying why.
+    pub fn decode_all(mut b: &[u8], n: usize) -> std::result::Result<Vec<Op>, &'static str> {
+        let bad = || "malformed page operation";
         let mut ops = Vec::with_capacity(n);
         for _ in 0..n {
             let (&t, rest) = b.split_first().ok_or_else(bad)?;
@@ -497,7 +581,7 @@ mod tests {
         assert_eq!(q.key(0), 1u32.to_be_bytes());
         assert!(matches!(
             Page::from_bytes(p.bytes().into(), 8),
-            Err(Error::Corrupt(_))
+            Err(Error::Corrupt { .. })
         ));
     }
 

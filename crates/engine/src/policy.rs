@@ -11,7 +11,9 @@ use crate::page::PageId;
 /// What a policy may know about a resident page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
+    /// The page.
     pub page: PageId,
+    /// Whether it differs from the page store's copy.
     pub dirty: bool,
     /// Erase unit (in the page store's numbering) the page lives in.
     pub unit: u64,
@@ -29,6 +31,7 @@ pub trait FrameView {
 
 /// A buffer replacement policy.
 pub trait Policy: Send + Sync {
+    /// The name [`crate::policy_by_name`] knows it by.
     fn name(&self) -> &'static str;
     /// `page` entered the pool.
     fn admit(&mut self, page: PageId);

@@ -22,7 +22,8 @@
 //! entry count and the entries, all images.
 
 use crate::btree::Meta;
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
+use crate::le::{u16_at, u32_at, u64_at};
 use crate::page::{Op, Page, PageId};
 
 /// Write-ahead log record kind of a batch of images and operations.
@@ -53,6 +54,8 @@ pub(crate) enum Entry {
 /// [`Writer::finish`].
 pub(crate) struct Writer {
     buf: Vec<u8>,
+    /// Page size of the images written (0: none yet), to check the record.
+    page_size: usize,
     entries: u32,
     /// Where the entries start (after the entry count).
     body_at: usize,
@@ -67,12 +70,15 @@ impl Writer {
         buf.extend_from_slice(&0u32.to_le_bytes());
         Writer {
             buf,
+            page_size: 0,
             entries: 0,
             body_at: META_BYTES,
         }
     }
 
     fn entry(&mut self, tag: u8, id: PageId, len: usize) {
+        assert!(len <= u32::MAX as usize, "an entry's length fits its field");
+        assert_ne!(id, crate::page::NO_PAGE, "an entry names a page");
         self.buf.push(tag);
         self.buf.extend_from_slice(&id.to_le_bytes());
         self.buf.extend_from_slice(&(len as u32).to_le_bytes());
@@ -84,6 +90,11 @@ impl Writer {
     pub fn image(&mut self, p: &Page) {
         let (head, tail) = p.live_spans();
         let b = p.bytes();
+        assert!(
+            self.page_size == 0 || self.page_size == b.len(),
+            "one page size per record"
+        );
+        self.page_size = b.len();
         self.entry(SPANS, p.id(), 4 + head + b.len() - tail);
         self.buf.extend_from_slice(&(head as u32).to_le_bytes());
         self.buf.extend_from_slice(&b[..head]);
@@ -92,14 +103,25 @@ impl Writer {
 
     /// `count` encoded operations applied to page `id`.
     pub fn ops(&mut self, id: PageId, count: u16, ops: &[u8]) {
+        assert!(
+            count > 0 && !ops.is_empty(),
+            "page {id}: an entry of no operations"
+        );
         self.entry(OPS, id, 2 + ops.len());
         self.buf.extend_from_slice(&count.to_le_bytes());
         self.buf.extend_from_slice(ops);
     }
 
+    /// The record, checked (debug builds) to decode to what was written.
     pub fn finish(mut self) -> Vec<u8> {
         let at = self.body_at - 4;
         self.buf[at..at + 4].copy_from_slice(&self.entries.to_le_bytes());
+        debug_assert!(
+            decode_entries(&self.buf[at..], self.page_size, 0)
+                .is_ok_and(|e| e.len() == self.entries as usize),
+            "a record decodes to its {} entries",
+            self.entries
+        );
         self.buf
     }
 
@@ -109,11 +131,13 @@ impl Writer {
         buf.extend_from_slice(&0u32.to_le_bytes());
         Writer {
             buf,
+            page_size: 0,
             entries: 0,
             body_at: IMAGES_HDR,
         }
     }
 
+    /// Whether no entry was written.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
     }
@@ -124,19 +148,21 @@ impl Writer {
     }
 }
 
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+/// The error for record `seq`, which does not decode.
+fn bad(seq: u64, why: &'static str) -> Error {
+    corrupt(Structure::LogRecord, Location::Record(seq), why)
 }
 
-/// Decodes a batch record; any malformed byte is a corruption error.
-pub(crate) fn decode(b: &[u8], page_size: usize) -> Result<(Meta, Vec<Entry>)> {
-    Ok((decode_meta(b)?, decode_entries(&b[32..], page_size)?))
+/// Decodes batch record `seq`; any malformed byte is a corruption error.
+pub(crate) fn decode(b: &[u8], page_size: usize, seq: u64) -> Result<(Meta, Vec<Entry>)> {
+    let meta = decode_meta(b, seq)?;
+    Ok((meta, decode_entries(&b[32..], page_size, seq)?))
 }
 
-/// The tree state a batch record (of this or an earlier format) starts with.
-pub(crate) fn decode_meta(b: &[u8]) -> Result<Meta> {
+/// The tree state batch record `seq` (of this or an earlier format) starts with.
+pub(crate) fn decode_meta(b: &[u8], seq: u64) -> Result<Meta> {
     if b.len() < META_BYTES {
-        return Err(corrupt("redo record truncated"));
+        return Err(bad(seq, "a batch record shorter than its tree state"));
     }
     Ok(Meta {
         root: u64_at(b, 0),
@@ -146,27 +172,26 @@ pub(crate) fn decode_meta(b: &[u8]) -> Result<Meta> {
     })
 }
 
-/// Decodes an images record: every entry must be a page image.
-pub(crate) fn decode_images(b: &[u8], page_size: usize) -> Result<Vec<Page>> {
-    decode_entries(b, page_size)?
+/// Decodes images record `seq`: every entry must be a page image.
+pub(crate) fn decode_images(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<Page>> {
+    decode_entries(b, page_size, seq)?
         .into_iter()
         .map(|e| match e {
             Entry::Image(p) => Ok(p),
-            Entry::Ops(..) => Err(corrupt("images record holds operations")),
+            Entry::Ops(..) => Err(bad(seq, "an images record holds operations")),
         })
         .collect()
 }
 
 /// A page from its live spans: head, zeros, tail; sealed anew (the
 /// record's checksum covered the bytes), then validated.
-fn from_spans(data: &[u8], page_size: usize, id: PageId) -> Result<Page> {
-    let bad = || corrupt("redo record page image malformed");
-    let head = u32::from_le_bytes(data.get(..4).ok_or_else(bad)?.try_into().expect("4 bytes"));
-    let rest = &data[4..];
-    let head = head as usize;
-    if head < 4 || head > rest.len() || rest.len() > page_size {
-        return Err(bad());
-    }
+fn from_spans(data: &[u8], page_size: usize, id: PageId, seq: u64) -> Result<Page> {
+    let spans = (data.len() >= 4).then(|| (u32_at(data, 0) as usize, &data[4..]));
+    let Some((head, rest)) =
+        spans.filter(|(head, rest)| *head >= 4 && *head <= rest.len() && rest.len() <= page_size)
+    else {
+        return Err(bad(seq, "a page image's spans are out of range"));
+    };
     let mut buf = vec![0u8; page_size].into_boxed_slice();
     buf[..head].copy_from_slice(&rest[..head]);
     let tail = rest.len() - head;
@@ -176,36 +201,37 @@ fn from_spans(data: &[u8], page_size: usize, id: PageId) -> Result<Page> {
     Page::from_bytes(buf, id)
 }
 
-/// An entry count (u32) and the entries, filling `b` exactly.
-fn decode_entries(b: &[u8], page_size: usize) -> Result<Vec<Entry>> {
+/// An entry count (u32) and the entries of record `seq`, filling `b` exactly.
+fn decode_entries(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<Entry>> {
     if b.len() < 4 {
-        return Err(corrupt("redo record truncated"));
+        return Err(bad(seq, "a record shorter than its entry count"));
     }
-    let n = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes")) as usize;
+    let n = u32_at(b, 0) as usize;
     let mut rest = &b[4..];
     let mut entries = Vec::with_capacity(n.min(rest.len() / ENTRY_HDR));
     for _ in 0..n {
         if rest.len() < ENTRY_HDR {
-            return Err(corrupt("redo record entry truncated"));
+            return Err(bad(seq, "an entry header past the end of the record"));
         }
         let (tag, id) = (rest[0], u64_at(rest, 1));
-        let len = u32::from_le_bytes(rest[9..13].try_into().expect("4 bytes")) as usize;
+        let len = u32_at(rest, 9) as usize;
         let data = rest
             .get(ENTRY_HDR..ENTRY_HDR + len)
-            .ok_or_else(|| corrupt("redo record entry longer than the record"))?;
+            .ok_or_else(|| bad(seq, "an entry longer than the record"))?;
         entries.push(match tag {
             IMAGE if len == page_size => Entry::Image(Page::from_bytes(data.into(), id)?),
-            SPANS => Entry::Image(from_spans(data, page_size, id)?),
+            SPANS => Entry::Image(from_spans(data, page_size, id, seq)?),
             OPS if len >= 2 => {
-                let count = u16::from_le_bytes([data[0], data[1]]) as usize;
-                Entry::Ops(id, Op::decode_all(&data[2..], count)?)
+                let count = usize::from(u16_at(data, 0));
+                let ops = Op::decode_all(&data[2..], count).map_err(|why| bad(seq, why))?;
+                Entry::Ops(id, ops)
             }
-            _ => return Err(corrupt("redo record entry malformed")),
+            _ => return Err(bad(seq, "an entry of unknown kind or length")),
         });
         rest = &rest[ENTRY_HDR + len..];
     }
     if !rest.is_empty() {
-        return Err(corrupt("redo record longer than its entries"));
+        return Err(bad(seq, "a record longer than its entries"));
     }
     Ok(entries)
 }
@@ -235,7 +261,7 @@ mod tests {
         let mut w = Writer::new(&meta(), 0);
         w.image(&page);
         w.ops(7, 1, &ops);
-        let (m, entries) = decode(&w.finish(), 512).unwrap();
+        let (m, entries) = decode(&w.finish(), 512, 1).unwrap();
         assert_eq!(m, meta());
         assert!(matches!(&entries[0], Entry::Image(p) if p.id() == 4 && p.key(0) == b"k"));
         assert!(matches!(&entries[1], Entry::Ops(7, o) if o == &vec![op.clone()]));
@@ -257,16 +283,20 @@ mod tests {
         let (head, tail) = page.live_spans();
         assert!(tail - head > 1500, "the gap is most of the page");
         assert_eq!(rec.len(), IMAGES_HDR + IMAGE_OVERHEAD + head + 4096 - tail);
-        let back = decode_images(&rec, 4096).unwrap().pop().unwrap();
+        let back = decode_images(&rec, 4096, 1).unwrap().pop().unwrap();
         assert_eq!(back.len(), page.len());
         for i in 0..page.len() {
             assert_eq!((back.key(i), back.val(i)), (page.key(i), page.val(i)));
         }
         // An image written whole (tag 0, earlier builds) still decodes.
         let mut whole = Writer::images(1, 4096);
+        whole.page_size = 4096;
         whole.entry(IMAGE, 6, 4096);
         whole.buf.extend_from_slice(page.clone().seal());
-        let back = decode_images(&whole.finish(), 4096).unwrap().pop().unwrap();
+        let back = decode_images(&whole.finish(), 4096, 1)
+            .unwrap()
+            .pop()
+            .unwrap();
         assert_eq!(back.bytes(), page.clone().seal());
     }
 
@@ -286,7 +316,7 @@ mod tests {
             IMAGES_HDR + 2 * IMAGE_OVERHEAD + live(&a) + live(&b)
         );
         assert_eq!(live(&b), crate::page::HEADER);
-        let pages = decode_images(&w.finish(), 512).unwrap();
+        let pages = decode_images(&w.finish(), 512, 1).unwrap();
         assert_eq!(pages.iter().map(Page::id).collect::<Vec<_>>(), [3, 8]);
         assert_eq!(pages[0].key(0), b"x");
         // A batch's entries are not an images record.
@@ -295,14 +325,14 @@ mod tests {
         let mut w = Writer::new(&meta(), 0);
         w.ops(3, 1, &ops);
         let rec = w.finish();
-        assert!(decode_images(&rec[32..], 512).is_err());
+        assert!(decode_images(&rec[32..], 512, 1).is_err());
     }
 
     proptest! {
         #[test]
         fn decoder_survives_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
-            let _ = decode(&bytes, 512);
-            let _ = decode_images(&bytes, 512);
+            let _ = decode(&bytes, 512, 1);
+            let _ = decode_images(&bytes, 512, 1);
         }
 
         #[test]
@@ -319,7 +349,7 @@ mod tests {
                 *b ^= 0x5A;
             }
             rec.truncate(cut.max(1));
-            let _ = decode(&rec, 512);
+            let _ = decode(&rec, 512, 1);
         }
     }
 }

@@ -6,8 +6,9 @@
 //! number, payload length, crc32c over the header's first 28 bytes and the
 //! payload. The payload is [`Checkpoint::encode`].
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u32_at, u64_at};
 use crate::options::{IplGeometry, StoreKind};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
@@ -17,6 +18,8 @@ pub const FORMAT_VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
 pub const SLOT_BYTES: u64 = 1 << 20;
+/// Bytes of a payload before the store's state: four u32 and eleven u64.
+const FIXED: usize = 4 * 4 + 11 * 8;
 /// Bytes at the start of a device that must be zero for it to count as blank.
 const BLANK_CHECK: u64 = 64 << 10;
 
@@ -28,6 +31,23 @@ pub(crate) struct Layout {
     pub wal_len: u64,
     pub data_start: u64,
     pub data_len: u64,
+}
+
+impl Layout {
+    /// The regions of a layout this build writes lie in order without
+    /// overlapping: two slots, the log (unless on its own device), the page
+    /// store.
+    pub fn check(&self) {
+        assert!(
+            self.slot_len >= SLOT_BYTES,
+            "a slot holds {SLOT_BYTES} bytes"
+        );
+        assert!(
+            self.data_start >= 2 * self.slot_len && self.data_len > 0,
+            "the page store follows the slots: {self:?}"
+        );
+        assert!(self.wal_len > 0, "a store has a log: {self:?}");
+    }
 }
 
 /// Everything a checkpoint records.
@@ -48,21 +68,24 @@ pub(crate) struct Checkpoint {
     pub store_state: Vec<u8>,
 }
 
+/// Why a checkpoint's payload does not decode.
+type Malformed = &'static str;
+
 struct Reader<'a>(&'a [u8]);
 impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
+    fn take(&mut self, n: usize) -> std::result::Result<&[u8], Malformed> {
         if self.0.len() < n {
-            return Err(corrupt("checkpoint truncated"));
+            return Err("payload truncated");
         }
         let (a, b) = self.0.split_at(n);
         self.0 = b;
         Ok(a)
     }
-    fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    fn u32(&mut self) -> std::result::Result<u32, Malformed> {
+        Ok(u32_at(self.take(4)?, 0))
     }
-    fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    fn u64(&mut self) -> std::result::Result<u64, Malformed> {
+        Ok(u64_at(self.take(8)?, 0))
     }
 }
 
@@ -76,7 +99,7 @@ fn torn_magic(head: &[u8]) -> bool {
 
 impl Checkpoint {
     fn encode(&self) -> Vec<u8> {
-        let mut p = Vec::new();
+        let mut p = Vec::with_capacity(FIXED + self.store_state.len());
         let (ppu, nlog, spp) = match self.store {
             StoreKind::InPlace => (0, 0, 0),
             StoreKind::InPageLogging(g) => (
@@ -105,10 +128,20 @@ impl Checkpoint {
             p.extend_from_slice(&v.to_le_bytes());
         }
         p.extend_from_slice(&self.store_state);
+        debug_assert_eq!(
+            p.len(),
+            FIXED + self.store_state.len(),
+            "the fixed fields' length"
+        );
         p
     }
 
-    fn decode(version: u8, kind: u8, seq: u64, b: &[u8]) -> Result<Checkpoint> {
+    fn decode(
+        version: u8,
+        kind: u8,
+        seq: u64,
+        b: &[u8],
+    ) -> std::result::Result<Checkpoint, Malformed> {
         let mut r = Reader(b);
         let page_size = r.u32()?;
         let (ppu, nlog, spp) = (r.u32()?, r.u32()?, r.u32()?);
@@ -120,7 +153,7 @@ impl Checkpoint {
                 log_sectors: nlog,
                 sectors_per_page: (spp != 0).then_some(spp),
             }),
-            _ => return Err(corrupt("checkpoint: unknown page store")),
+            _ => return Err("unknown page store"),
         };
         let layout = Layout {
             slot_len: r.u64()?,
@@ -155,13 +188,16 @@ impl Checkpoint {
         if total > self.layout.slot_len {
             return Err(Error::Full("checkpoint larger than its slot"));
         }
+        self.layout.check();
+        debug_assert_eq!(
+            Self::decode(FORMAT_VERSION, self.kind_byte(), self.seq, &payload).as_ref(),
+            Ok(self),
+            "a checkpoint decodes to itself"
+        );
         let mut buf = vec![0u8; total as usize];
         buf[0..8].copy_from_slice(&MAGIC.to_le_bytes());
         buf[8] = FORMAT_VERSION;
-        buf[9] = match self.store {
-            StoreKind::InPlace => 1,
-            StoreKind::InPageLogging(_) => 2,
-        };
+        buf[9] = self.kind_byte();
         buf[16..24].copy_from_slice(&self.seq.to_le_bytes());
         buf[24..28].copy_from_slice(&(payload.len() as u32).to_le_bytes());
         buf[HDR..HDR + payload.len()].copy_from_slice(&payload);
@@ -213,17 +249,21 @@ impl Checkpoint {
                     }
                 }
                 Err(e) => {
-                    torn_first |= slot == 0 && (magic_prefix || matches!(e, Error::Corrupt(_)));
+                    torn_first |= slot == 0 && (magic_prefix || matches!(e, Error::Corrupt { .. }));
                     first_err = first_err.or(Some(e));
                 }
             }
         }
         let fresh = blank[1] && (blank[0] || torn_first) && Self::blank(disk, sector)?;
+        debug_assert!(
+            best.is_none() || !blank[0] || !blank[1],
+            "a checkpoint was read from a slot"
+        );
         match (best, first_err) {
             (Some(c), _) => Ok(Some(c)),
             (None, _) if fresh => Ok(None),
             // The magic matched but the rest did not: ours, and damaged.
-            (None, Some(e @ (Error::Version { .. } | Error::Corrupt(_)))) => Err(e),
+            (None, Some(e @ (Error::Version { .. } | Error::Corrupt { .. }))) => Err(e),
             (None, _) => Err(Error::NotAStore),
         }
     }
@@ -243,8 +283,17 @@ impl Checkpoint {
         Ok(buf.iter().all(|&b| b == 0))
     }
 
+    /// The header's page-store byte.
+    fn kind_byte(&self) -> u8 {
+        match self.store {
+            StoreKind::InPlace => 1,
+            StoreKind::InPageLogging(_) => 2,
+        }
+    }
+
     fn parse(disk: &mut Disk, off: u64, slot_len: u64, head: Vec<u8>) -> Result<Checkpoint> {
-        if u64::from_le_bytes(head[0..8].try_into().unwrap()) != MAGIC {
+        let bad = |why| corrupt(Structure::Checkpoint, Location::Offset(off), why);
+        if u64_at(&head, 0) != MAGIC {
             return Err(Error::NotAStore);
         }
         if !(1..=FORMAT_VERSION).contains(&head[8]) {
@@ -254,12 +303,12 @@ impl Checkpoint {
                 expected: FORMAT_VERSION,
             });
         }
-        let seq = u64::from_le_bytes(head[16..24].try_into().unwrap());
-        let plen = u32::from_le_bytes(head[24..28].try_into().unwrap()) as usize;
+        let seq = u64_at(&head, 16);
+        let plen = u32_at(&head, 24) as usize;
         let sector = head.len() as u64;
         let total = ((HDR + plen) as u64).div_ceil(sector) * sector;
         if total > slot_len || off + total > disk.geo.capacity {
-            return Err(corrupt("checkpoint length out of range"));
+            return Err(bad("length out of range"));
         }
         let mut buf = head;
         buf.resize(total as usize, 0);
@@ -268,12 +317,12 @@ impl Checkpoint {
         }
         let payload = &buf[HDR..HDR + plen];
         let crc = crc32c::crc32c_append(crc32c::crc32c(&buf[0..28]), payload);
-        if crc != u32::from_le_bytes(buf[28..32].try_into().unwrap()) {
-            return Err(corrupt("checkpoint checksum mismatch"));
+        if crc != u32_at(&buf, 28) {
+            return Err(bad("checksum mismatch"));
         }
-        let c = Self::decode(buf[8], buf[9], seq, payload)?;
+        let c = Self::decode(buf[8], buf[9], seq, payload).map_err(bad)?;
         if c.layout.slot_len != slot_len {
-            return Err(corrupt("checkpoint slot size mismatch"));
+            return Err(bad("slot size disagrees with the device"));
         }
         Ok(c)
     }

@@ -23,8 +23,17 @@
 //! durable, that record was acknowledged and then damaged, which is
 //! [`Error::Corrupt`], never a silent end of the log.
 
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u16_at, u32_at, u64_at};
+
+/// A record recovery read back.
+pub(crate) struct Logged {
+    /// Its sequence number.
+    pub seq: u64,
+    pub kind: u8,
+    pub payload: Vec<u8>,
+}
 
 /// A record read back.
 struct Record {
@@ -49,8 +58,9 @@ enum Found {
 enum Header {
     /// A header of this epoch with this sequence number.
     Ours(u64),
-    /// A header of another epoch: left from an earlier use of the half.
-    Stale,
+    /// A header of another epoch, with its sequence number: left from an
+    /// earlier use of the half.
+    Stale(u64),
     Blank,
     /// Anything else: a torn or damaged header.
     Damaged,
@@ -61,6 +71,8 @@ const MAGIC: u32 = 0x4C57_4B46; // "FKWL"
 /// builds, still read) has zeros there.
 const VERSION: u8 = 2;
 const HDR: usize = 32;
+/// Reads of a record that fails its checks before it counts as damaged.
+const READS: usize = 3;
 /// Bytes after a damaged record searched for the record that follows it,
 /// when the damaged record's own length cannot be trusted.
 const SEARCH_WINDOW: u64 = 4 << 20;
@@ -84,7 +96,7 @@ pub(crate) struct Wal {
 
 /// Checksum of a record: header without its crc field, then the payload.
 fn record_crc(rec: &[u8]) -> u32 {
-    let plen = u32::from_le_bytes(rec[16..20].try_into().unwrap()) as usize;
+    let plen = u32_at(rec, 16) as usize;
     let c = crc32c::crc32c(&rec[0..20]);
     crc32c::crc32c_append(
         crc32c::crc32c_append(c, &rec[24..32]),
@@ -99,6 +111,15 @@ fn round_up(n: u64, to: u64) -> u64 {
 impl Wal {
     /// The log over `[start, start+len)`, in the half of epoch `epoch`.
     pub fn new(start: u64, len: u64, sector: u64, next_seq: u64, epoch: u64) -> Wal {
+        assert!(
+            sector >= HDR as u64,
+            "a {sector}-byte sector holds a record header"
+        );
+        assert!(
+            len % (2 * sector) == 0 && len >= 2 * sector,
+            "the log is two halves of whole sectors"
+        );
+        assert!(next_seq > 0, "sequence numbers start at 1");
         Wal {
             region: start,
             start: start + (epoch % 2) * (len / 2),
@@ -114,6 +135,10 @@ impl Wal {
 
     /// A device flush made every record appended so far durable.
     pub fn flushed(&mut self) {
+        debug_assert!(
+            self.durable < self.next_seq,
+            "durable records were appended"
+        );
         self.durable = self.next_seq - 1;
     }
 
@@ -122,10 +147,13 @@ impl Wal {
         round_up((HDR + payload) as u64, self.sector)
     }
 
+    /// Bytes left in the current half.
     pub fn remaining(&self) -> u64 {
+        debug_assert!(self.pos <= self.len, "the log stays in its half");
         self.len - self.pos
     }
 
+    /// Bytes of one half: the most one epoch holds.
     pub fn capacity(&self) -> u64 {
         self.len
     }
@@ -136,6 +164,11 @@ impl Wal {
         if self.pos + total > self.len {
             return Err(Error::Full("write-ahead log"));
         }
+        assert!(
+            payload.len() <= u32::MAX as usize,
+            "a payload's length fits its field"
+        );
+        assert_eq!(self.pos % self.sector, 0, "records start on a sector");
         let mut buf = vec![0u8; total as usize];
         buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
         buf[4] = VERSION;
@@ -151,6 +184,11 @@ impl Wal {
         buf[HDR..HDR + payload.len()].copy_from_slice(payload);
         let crc = record_crc(&buf);
         buf[20..24].copy_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(
+            self.header(&buf[..self.sector as usize]),
+            Header::Ours(self.next_seq),
+            "a record reads back as this epoch's next one"
+        );
         if let Some(eu) = disk
             .log_geo
             .erase_unit
@@ -164,6 +202,12 @@ impl Wal {
                 self.clean_to += eu;
             }
         }
+        debug_assert!(
+            self.clean_to >= self.pos + total
+                || disk.log_geo.erase_unit.is_none()
+                || !disk.log_geo.program_once,
+            "a program-once log writes only erased sectors"
+        );
         disk.write(Region::Wal, self.start + self.pos, &buf)?;
         self.pos += total;
         self.next_seq += 1;
@@ -172,7 +216,32 @@ impl Wal {
     }
 
     /// The record at `pos` if it is valid and has sequence number `seq`.
+    /// One that fails its checks but is neither blank nor (by its
+    /// sequence number) another epoch's is read again, up to [`READS`]
+    /// times: a read corrupted on its way from the medium (bus,
+    /// controller, memory) reads right the next time, a record damaged on
+    /// the medium does not.
     fn read_at(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
+        let mut found = self.read_once(disk, pos, seq)?;
+        for _ in 1..READS {
+            match &found {
+                // Another epoch's record with the sequence number sought is
+                // ours, its epoch misread, or (rarely) a stale one that
+                // reads the same again.
+                Found::Not(Some(head))
+                    if matches!(self.header(head), Header::Ours(_) | Header::Damaged)
+                        || self.header(head) == Header::Stale(seq) =>
+                {
+                    found = self.read_once(disk, pos, seq)?;
+                }
+                _ => break,
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`Wal::read_at`], one read.
+    fn read_once(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Found> {
         if pos + self.sector > self.len {
             return Ok(Found::Not(None));
         }
@@ -181,7 +250,7 @@ impl Wal {
         if self.header(&head) != Header::Ours(seq) {
             return Ok(Found::Not(Some(head)));
         }
-        let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes")) as usize;
+        let plen = u32_at(&head, 16) as usize;
         let total = self.record_len(plen);
         if pos + total > self.len {
             return Ok(Found::Not(Some(head)));
@@ -193,13 +262,14 @@ impl Wal {
             disk.read(Region::Wal, self.start + pos + self.sector, &mut buf[s..])?;
         }
         buf.truncate(HDR + plen);
-        if record_crc(&buf) != u32::from_le_bytes(buf[20..24].try_into().expect("4 bytes")) {
+        if record_crc(&buf) != u32_at(&buf, 20) {
             buf.truncate(self.sector as usize);
             return Ok(Found::Not(Some(buf)));
         }
+        debug_assert_eq!(total % self.sector, 0, "a record takes whole sectors");
         let back = match buf[4] {
             1 => u16::MAX, // version 1 did not say
-            _ => u16::from_le_bytes([buf[6], buf[7]]),
+            _ => u16_at(&buf, 6),
         };
         Ok(Found::Record(Record {
             kind: buf[5],
@@ -211,11 +281,11 @@ impl Wal {
 
     /// What a sector holding a record header says, checksum unchecked.
     fn header(&self, head: &[u8]) -> Header {
-        let magic = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) == MAGIC;
-        let epoch = u64::from_le_bytes(head[24..32].try_into().expect("8 bytes"));
+        let magic = u32_at(head, 0) == MAGIC;
+        let epoch = u64_at(head, 24);
         match (magic && matches!(head[4], 1 | 2), epoch == self.epoch) {
-            (true, true) => Header::Ours(u64::from_le_bytes(head[8..16].try_into().expect("8"))),
-            (true, false) => Header::Stale,
+            (true, true) => Header::Ours(u64_at(head, 8)),
+            (true, false) => Header::Stale(u64_at(head, 8)),
             _ if head.iter().all(|&b| b == 0) => Header::Blank,
             _ => Header::Damaged,
         }
@@ -225,13 +295,18 @@ impl Wal {
     /// sequence number `self.next_seq`, and positions the log after them.
     /// A damaged record that a later record says was durable is
     /// [`Error::Corrupt`], not the end of the log.
-    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<(u8, Vec<u8>)>> {
+    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<Logged>> {
         let mut out = Vec::new();
+        let first = self.next_seq;
         self.pos = 0;
         let end = loop {
             match self.read_at(disk, self.pos, self.next_seq)? {
                 Found::Record(r) => {
-                    out.push((r.kind, r.payload));
+                    out.push(Logged {
+                        seq: self.next_seq,
+                        kind: r.kind,
+                        payload: r.payload,
+                    });
                     self.pos += r.total;
                     self.next_seq += 1;
                 }
@@ -241,6 +316,11 @@ impl Wal {
         if let Some(head) = end {
             self.check_end(disk, &head)?;
         }
+        debug_assert_eq!(
+            out.len() as u64,
+            self.next_seq - first,
+            "one record per sequence number"
+        );
         self.durable = self.next_seq - 1;
         // Appends must never erase the units holding these records.
         self.clean_to = match disk.log_geo.erase_unit {
@@ -257,10 +337,10 @@ impl Wal {
     fn check_end(&self, disk: &mut Disk, head: &[u8]) -> Result<()> {
         let (pos, lost) = (self.pos, self.next_seq);
         let mut at = match self.header(head) {
-            Header::Blank | Header::Stale => return Ok(()),
+            Header::Blank | Header::Stale(_) => return Ok(()),
             // Its header is whole: the next record follows it.
             Header::Ours(s) if s == lost => {
-                let plen = u32::from_le_bytes(head[16..20].try_into().expect("4 bytes"));
+                let plen = u32_at(head, 16);
                 Some(pos + self.record_len(plen as usize))
             }
             _ => self.search(disk, pos, lost + 1)?,
@@ -270,10 +350,13 @@ impl Wal {
             let Found::Record(r) = self.read_at(disk, p, seq)? else {
                 break;
             };
+            debug_assert!(seq > lost, "only records after the damaged one vouch");
             if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
-                return Err(corrupt(format!(
-                    "write-ahead log record {lost} is damaged, and record {seq} after it says it was durable"
-                )));
+                return Err(corrupt(
+                    Structure::LogRecord,
+                    Location::Record(lost),
+                    "damaged, and a later record says it was durable",
+                ));
             }
             at = Some(p + r.total);
             seq += 1;
@@ -291,10 +374,15 @@ impl Wal {
         let mut buf = vec![0u8; (to - from) as usize];
         disk.read(Region::Wal, self.start + from, &mut buf)?;
         let s = self.sector as usize;
-        Ok(buf
+        let at = buf
             .chunks_exact(s)
             .position(|h| self.header(h) == Header::Ours(seq))
-            .map(|i| from + (i * s) as u64))
+            .map(|i| from + (i * s) as u64);
+        debug_assert!(
+            at.is_none_or(|a| a % self.sector == 0 && a < self.len),
+            "found on a sector of the half"
+        );
+        Ok(at)
     }
 
     /// Offset and length of the records written in the current epoch.
@@ -306,6 +394,11 @@ impl Wal {
     /// the region: the records of the previous epoch stay intact until the
     /// checkpoint that replaces them is durable.
     pub fn reset(&mut self, epoch: u64) {
+        assert!(
+            epoch > self.epoch,
+            "epochs only move forward ({} to {epoch})",
+            self.epoch
+        );
         self.start = self.region + (epoch % 2) * self.len;
         self.pos = 0;
         self.clean_to = 0;

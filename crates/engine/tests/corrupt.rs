@@ -53,7 +53,7 @@ fn detected(what: &str, e: Error) {
     assert!(
         matches!(
             e,
-            Error::Corrupt(_) | Error::Device(_) | Error::Version { .. } | Error::NotAStore
+            Error::Corrupt { .. } | Error::Device(_) | Error::Version { .. } | Error::NotAStore
         ),
         "{what}: damage reported as {e:?}"
     );
@@ -158,12 +158,14 @@ fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> b
     let frames = [1, 2, 8][rng.gen_range(0..3)];
     let n = rng.gen_range(40..120);
     let ops = workload(&mut rng, n, 150);
-    let o = Options::default()
+    let o = Options::builder()
         .store(kind)
         .buffer_pages(frames)
         .sync(rng.gen_bool(0.3))
         .wal_size([512 << 10, 1 << 20][rng.gen_range(0..2)])
-        .max_size(24 << 20);
+        .max_size(24 << 20)
+        .build()
+        .unwrap();
     let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
     let dev = device(nand, plan(fault, rng.gen()));
     let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();
@@ -232,32 +234,44 @@ fn misdirected_writes_are_detected() {
     cases(t, 20_000..21_500, misdirect_case).assert_hits(t, 50);
 }
 
-/// Known bug: recovery stops at the first log record that fails its
-/// checksum, taking it for the torn tail of a crash, so a bit flipped
-/// while reading a durable record silently drops it and every later one
-/// (seed 2: the in-place store on NAND, 49 of 70 keys lost, 3 deleted keys
-/// back). About 5% of reopen cases with read flips. Each record now says
-/// how far the log was durable when it was written, so a damaged record
-/// that a later record vouches for is reported (errors.rs tests it); these
-/// workloads flush once, at the end, so no record vouches for another and
-/// the damage still reads as a torn tail.
+/// A bit flipped while recovery reads a durable log record used to end the
+/// log there, silently dropping it and every later record (seed 2: the
+/// in-place store on NAND, 49 of 70 keys lost), as a torn tail would: in
+/// these workloads no later record vouches for it. A record that fails its
+/// checks is now read again, and a flip on the way from the medium does not
+/// survive a second read. (Damage on the medium itself to the last durable
+/// record stays indistinguishable from a torn tail: errors.rs tests both.)
 #[test]
-#[ignore = "known bug: a corrupted log record no later record vouches for truncates recovery silently"]
-fn known_bug_a_flipped_log_record_loses_durable_writes() {
-    for seed in [2, 95, 116, 177] {
+fn a_log_record_misread_during_recovery_is_read_again() {
+    let t = "a_log_record_misread_during_recovery_is_read_again";
+    for seed in [2, 95, 116, 177, 588, 1527] {
         any_case(seed, Fault::FlipReads, true);
     }
+    cases(t, 30_000..30_500, |s| any_case(s, Fault::FlipReads, true)).assert_hits(t, 50);
 }
 
-/// Known bug: a write that lands elsewhere leaves its target holding the
-/// page's previous version, whose checksum and page id are valid, so a
-/// later read returns stale data (seed 20012: the in-place store on an
-/// FTL, get after op 65 returned nothing for a key holding 6211 bytes;
-/// 12% of in-place FTL cases, and after a reopen 8-40% of cases of every
-/// store). Detecting lost writes needs a parent to vouch for its child's
-/// version (a checksum or LSN in the pointer).
+/// Known bug: a write that lands elsewhere leaves its target holding what
+/// it held before, and nothing the engine reads says a newer write was
+/// meant to be there:
+///
+/// - an in-place page keeps its previous version, whose checksum and page
+///   id are valid, so a later read returns stale data (seed 20012: the
+///   in-place store on an FTL, get after op 65 returned nothing for a key
+///   holding 6211 bytes; 10% of in-place cases on a device without erase
+///   units, without a reopen);
+/// - a log record's slot stays blank, so recovery ends the log there and
+///   drops the acknowledged records after it (most failures after a
+///   reopen: 23% of reopen cases of every store, measured over 2,000
+///   seeds), and a lost checkpoint write leaves the older checkpoint.
+///
+/// Each needs something on the device to vouch for the write: a parent
+/// holding its child's checksum or LSN (written back with the child, so
+/// every write-back would change and log its parent), and a durable log
+/// end (an extra write and flush per flush) or a search past every blank
+/// end of the log at open. All change the format and the commit protocol
+/// more than this fix should.
 #[test]
-#[ignore = "known bug: a misdirected write can return a stale page"]
+#[ignore = "known bug: a misdirected (lost) write goes unnoticed: a stale in-place page is returned, a blank log slot ends recovery early"]
 fn known_bug_a_misdirected_write_returns_a_stale_page() {
     any_case(20_012, Fault::Misdirect, false);
     for seed in [20_005, 20_015, 20_118] {
@@ -269,7 +283,7 @@ fn known_bug_a_misdirected_write_returns_a_stale_page() {
 #[ignore = "soak: runs until its time budget"]
 fn soak_corruption() {
     soak("soak_corruption", |s| match s % 3 {
-        0 => any_case(s / 3, Fault::FlipReads, false),
+        0 => any_case(s / 3, Fault::FlipReads, true),
         1 => any_case(s / 3, Fault::Latent, true),
         _ => misdirect_case(s / 3),
     });

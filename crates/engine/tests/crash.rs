@@ -52,12 +52,14 @@ fn restart(dev: Dev, plan: FaultPlan) -> Dev {
 }
 
 fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64) -> Options {
-    Options::default()
+    Options::builder()
         .store(kind)
         .buffer_pages(frames)
         .sync(sync)
         .wal_size(wal)
         .max_size(24 << 20)
+        .build()
+        .unwrap()
 }
 
 /// One crash case; returns whether the crash hit the workload (not only its aftermath).

@@ -1,7 +1,7 @@
 //! Both page stores on every kind of simulated device: raw NAND (program
 //! once, explicit erase), FTL SSDs, HDDs and a DRAM SSD.
 
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_engine::{Db, Error, IplGeometry, LabOptions, Options, StoreKind};
 
 fn kinds() -> [StoreKind; 3] {
     [
@@ -12,11 +12,13 @@ fn kinds() -> [StoreKind; 3] {
 }
 
 fn exercise(preset: &str, kind: StoreKind, frames: usize) {
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(kind)
         .buffer_pages(frames)
         .max_size(64 << 20)
-        .wal_size(4 << 20);
+        .wal_size(4 << 20)
+        .build()
+        .unwrap();
     let dev = flashkv_device::presets::open(preset).unwrap();
     let db = Db::open(Box::new(dev), opts.clone()).unwrap();
     for i in 0..1500u32 {
@@ -57,12 +59,16 @@ fn seed_style_counts_on_raw_nand() {
         StoreKind::InPlace,
         StoreKind::InPageLogging(IplGeometry::seed()),
     ] {
-        let opts = Options::default()
+        let opts = Options::builder()
             .store(kind)
             .buffer_pages(1)
-            .index_in_memory(true)
-            .wal(false)
-            .max_size(64 << 20);
+            .lab(LabOptions {
+                wal: false,
+                index_in_memory: true,
+            })
+            .max_size(64 << 20)
+            .build()
+            .unwrap();
         let db = Db::open(
             Box::new(flashkv_device::presets::open("nand-ipl").unwrap()),
             opts,
@@ -77,7 +83,7 @@ fn seed_style_counts_on_raw_nand() {
         for i in 0..2000u32 {
             let k = u64::from(i.wrapping_mul(2654435761) % 1000).to_be_bytes();
             if i % 2 == 0 {
-                db.update(&k, &[i as u8; 40]).unwrap();
+                assert!(db.update(&k, &[i as u8; 40]).unwrap(), "key {i} is there");
             } else {
                 assert!(db.get(&k).unwrap().is_some());
             }
@@ -105,11 +111,13 @@ fn both_stores_in_a_real_file() {
     let dir = tempfile::tempdir().unwrap();
     for (i, kind) in kinds().into_iter().enumerate() {
         let path = dir.path().join(format!("store{i}"));
-        let opts = Options::default()
+        let opts = Options::builder()
             .store(kind)
             .buffer_pages(4)
             .max_size(32 << 20)
-            .wal_size(2 << 20);
+            .wal_size(2 << 20)
+            .build()
+            .unwrap();
         let db = Db::create(&path, opts.clone()).unwrap();
         for i in 0..2000u32 {
             db.put(&(i % 900).to_be_bytes(), &[i as u8; 60]).unwrap();
@@ -129,9 +137,11 @@ fn both_stores_in_a_real_file() {
 fn shared_layout_merges_when_pages_outnumber_free_sectors() {
     use rand::{Rng, SeedableRng};
     let dev = Box::new(flashkv_device::presets::open("nand-ipl").unwrap());
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(StoreKind::InPageLogging(IplGeometry::shared()))
-        .buffer_pages(64);
+        .buffer_pages(64)
+        .build()
+        .unwrap();
     let db = Db::open(dev, opts).unwrap();
     let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
     let mut model = std::collections::BTreeMap::new();
@@ -154,7 +164,7 @@ fn a_log_on_its_own_device() {
     use flashkv_device::presets;
     let data = flashkv_device::SimDevice::new(&presets::get("hdd-7200").unwrap()).unwrap();
     let log = flashkv_device::SimDevice::new(&presets::get("nvme").unwrap()).unwrap();
-    let opts = Options::default().sync(true);
+    let opts = Options::builder().sync(true).build().unwrap();
     let db = Db::open_with_log(Box::new(data), Box::new(log), opts.clone()).unwrap();
     for i in 0..200u32 {
         db.put(&i.to_be_bytes(), &[5u8; 300]).unwrap();
@@ -170,7 +180,7 @@ fn a_log_on_its_own_device() {
     // Without its log, or with another store's, the store does not open.
     let e = Db::open(data, opts.clone()).err().unwrap();
     assert!(
-        matches!(&e, Error::Options(m) if m.contains("open_with_log")),
+        matches!(&e, Error::WrongLogDevice(m) if m.contains("open_with_log")),
         "{e}"
     );
     let other = Db::open_with_log(
@@ -183,7 +193,7 @@ fn a_log_on_its_own_device() {
     let fresh = Box::new(presets::open("dram-ssd").unwrap());
     let e = Db::open_with_log(other_data, fresh, opts).err().unwrap();
     assert!(
-        matches!(&e, Error::Options(m) if m.contains("holds no flashkv log")),
+        matches!(&e, Error::WrongLogDevice(m) if m.contains("holds no flashkv log")),
         "{e}"
     );
 }

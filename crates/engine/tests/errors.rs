@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use flashkv_device::BlockDevice;
 use flashkv_engine::{
-    Db, Error, IplGeometry, Options, StoreKind, FORMAT_VERSION, MAX_KEY, MAX_VALUE,
+    Db, Error, IplGeometry, Location, Options, OptionsBuilder, StoreKind, Structure,
+    FORMAT_VERSION, MAX_KEY, MAX_VALUE,
 };
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn small() -> Options {
-    Options::default()
+fn small() -> OptionsBuilder {
+    Options::builder()
         .max_size(16 << 20)
         .wal_size(1 << 20)
         .buffer_pages(8)
@@ -23,7 +24,7 @@ fn dram() -> Box<dyn BlockDevice> {
 
 #[test]
 fn oversized_input_and_missing_keys() {
-    let db = Db::open(dram(), small().wal_size(4 << 20)).unwrap();
+    let db = Db::open(dram(), small().wal_size(4 << 20).build().unwrap()).unwrap();
     assert!(matches!(
         db.put(&vec![1; MAX_KEY + 1], b"v"),
         Err(Error::KeyTooLarge { .. })
@@ -36,7 +37,12 @@ fn oversized_input_and_missing_keys() {
         db.put(b"k", &vec![0; MAX_VALUE + 1]),
         Err(Error::ValueTooLarge { .. })
     ));
-    assert!(matches!(db.update(b"absent", b"v"), Err(Error::NotFound)));
+    // A missing key is an answer, not an error: nothing is written.
+    assert!(!db.update(b"absent", b"v").unwrap());
+    assert_eq!(db.get(b"absent").unwrap(), None);
+    db.put(b"present", b"1").unwrap();
+    assert!(db.update(b"present", b"2").unwrap());
+    assert_eq!(db.get(b"present").unwrap().as_deref(), Some(&b"2"[..]));
     db.put(&vec![9; MAX_KEY], &vec![3; MAX_VALUE]).unwrap();
     assert_eq!(db.get(&vec![9; MAX_KEY]).unwrap().unwrap().len(), MAX_VALUE);
     // A failed batch changes nothing.
@@ -48,7 +54,7 @@ fn oversized_input_and_missing_keys() {
 
 #[test]
 fn wrong_format_version_is_reported() {
-    let db = Db::open(dram(), small()).unwrap();
+    let db = Db::open(dram(), small().build().unwrap()).unwrap();
     db.put(b"k", b"v").unwrap();
     let mut dev = db.close().unwrap();
     for slot in [0u64, 1 << 20] {
@@ -57,7 +63,7 @@ fn wrong_format_version_is_reported() {
         s[8] = FORMAT_VERSION + 1;
         dev.write(slot, &s).unwrap();
     }
-    match Db::open(dev, small()) {
+    match Db::open(dev, small().build().unwrap()) {
         Err(Error::Version { found, .. }) => assert_eq!(found, FORMAT_VERSION + 1),
         Err(e) => panic!("expected a version error, got {e}"),
         Ok(_) => panic!("expected a version error"),
@@ -68,12 +74,15 @@ fn wrong_format_version_is_reported() {
 fn reopening_with_another_store_is_refused() {
     let db = Db::open(
         dram(),
-        small().store(StoreKind::InPageLogging(IplGeometry::seed())),
+        small()
+            .store(StoreKind::InPageLogging(IplGeometry::seed()))
+            .build()
+            .unwrap(),
     )
     .unwrap();
     let dev = db.close().unwrap();
     assert!(matches!(
-        Db::open(dev, small().store(StoreKind::InPlace)),
+        Db::open(dev, small().store(StoreKind::InPlace).build().unwrap()),
         Err(Error::StoreMismatch { .. })
     ));
 }
@@ -91,7 +100,7 @@ fn corruption_is_detected_never_misread() {
     for seed in 0..120u64 {
         let mut rng = SmallRng::seed_from_u64(seed);
         let kind = kinds[seed as usize % 2];
-        let db = Db::open(dram(), small().store(kind)).unwrap();
+        let db = Db::open(dram(), small().store(kind).build().unwrap()).unwrap();
         let mut written = std::collections::HashSet::new();
         for i in 0..300u32 {
             let (k, v) = (
@@ -117,7 +126,7 @@ fn corruption_is_detected_never_misread() {
             s[i] ^= 1 << rng.gen_range(0..8);
             dev.write(off, &s).unwrap();
         }
-        match Db::open(dev, small()) {
+        match Db::open(dev, small().build().unwrap()) {
             Err(_) => {}
             Ok(db) => match db.scan(..) {
                 Ok(got) => assert!(
@@ -125,7 +134,7 @@ fn corruption_is_detected_never_misread() {
                     "seed {seed}: wrong data"
                 ),
                 Err(e) => assert!(
-                    matches!(e, Error::Corrupt(_) | Error::Version { .. }),
+                    matches!(e, Error::Corrupt { .. } | Error::Version { .. }),
                     "seed {seed}: {e}"
                 ),
             },
@@ -137,7 +146,7 @@ fn corruption_is_detected_never_misread() {
 fn truncated_and_foreign_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let db = Db::create(&path, small()).unwrap();
+    let db = Db::create(&path, small().build().unwrap()).unwrap();
     for i in 0..500u32 {
         db.put(&i.to_be_bytes(), b"some value").unwrap();
     }
@@ -145,11 +154,21 @@ fn truncated_and_foreign_files() {
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.set_len(3 << 20).unwrap();
     drop(f);
-    let r = Db::open_path(&path, small());
-    assert!(matches!(r, Err(Error::Corrupt(_))), "{:?}", r.err());
+    let r = Db::open_path(&path, small().build().unwrap());
+    assert!(
+        matches!(
+            r,
+            Err(Error::Corrupt {
+                what: Structure::File,
+                ..
+            })
+        ),
+        "{:?}",
+        r.err()
+    );
     std::fs::write(&path, vec![0xA5u8; 8192]).unwrap();
     assert!(matches!(
-        Db::open_path(&path, small()),
+        Db::open_path(&path, small().build().unwrap()),
         Err(Error::NotAStoreFile { .. })
     ));
     assert_eq!(std::fs::read(&path).unwrap(), vec![0xA5u8; 8192]);
@@ -162,7 +181,10 @@ fn readers_run_alongside_a_writer() {
     let db = Arc::new(
         Db::open(
             dram(),
-            small().store(StoreKind::InPageLogging(IplGeometry::seed())),
+            small()
+                .store(StoreKind::InPageLogging(IplGeometry::seed()))
+                .build()
+                .unwrap(),
         )
         .unwrap(),
     );
@@ -201,7 +223,7 @@ fn overflow_pages_are_reused() {
         StoreKind::InPlace,
         StoreKind::InPageLogging(IplGeometry::seed()),
     ] {
-        let db = Db::open(dram(), small().store(kind)).unwrap();
+        let db = Db::open(dram(), small().store(kind).build().unwrap()).unwrap();
         for i in 0..100u8 {
             db.put(b"big", &vec![i; 50_000]).unwrap();
             if i % 10 == 0 {
@@ -211,7 +233,7 @@ fn overflow_pages_are_reused() {
         assert_eq!(db.get(b"big").unwrap(), Some(vec![99; 50_000]));
         let pages = db.stats().pages_allocated;
         assert!(pages < 40, "{kind:?}: {pages} pages for one 50 KB value");
-        let db = Db::open(db.into_device(), small()).unwrap();
+        let db = Db::open(db.into_device(), small().build().unwrap()).unwrap();
         db.put(b"big", &[1; 60_000]).unwrap();
         assert!(db.stats().pages_allocated < 40);
     }
@@ -235,7 +257,7 @@ fn log_records(dev: &mut dyn BlockDevice, epoch: u64) -> Vec<(u64, u64)> {
 #[test]
 fn a_damaged_durable_log_record_is_reported_not_taken_for_the_end() {
     // Each commit flushed: every record says the one before it was durable.
-    let opts = small().wal_size(4 << 20).sync(true);
+    let opts = small().wal_size(4 << 20).sync(true).build().unwrap();
     let db = Db::open(dram(), opts.clone()).unwrap();
     for i in 0..20u32 {
         db.put(&i.to_be_bytes(), &[i as u8; 300]).unwrap();
@@ -253,7 +275,11 @@ fn a_damaged_durable_log_record_is_reported_not_taken_for_the_end() {
     sector[100] ^= 0x40; // a bit of the record's payload rots
     dev.write_at(0, middle, &sector).unwrap();
     match Db::open_existing(dev, opts.clone()) {
-        Err(Error::Corrupt(m)) => assert!(m.contains("says it was durable"), "{m}"),
+        Err(Error::Corrupt {
+            what: Structure::LogRecord,
+            location: Location::Record(_),
+            why,
+        }) => assert!(why.contains("says it was durable"), "{why}"),
         Err(e) => panic!("expected corruption, got {e}"),
         Ok(_) => panic!("a damaged durable record was taken for the end of the log"),
     }
@@ -261,7 +287,7 @@ fn a_damaged_durable_log_record_is_reported_not_taken_for_the_end() {
 
 #[test]
 fn a_torn_last_record_is_the_end_of_the_log() {
-    let opts = small().wal_size(4 << 20).sync(true);
+    let opts = small().wal_size(4 << 20).sync(true).build().unwrap();
     let db = Db::open(dram(), opts.clone()).unwrap();
     for i in 0..20u32 {
         db.put(&i.to_be_bytes(), &[i as u8; 300]).unwrap();

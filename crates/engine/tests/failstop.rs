@@ -75,10 +75,12 @@ fn commit(db: &Db, b: WriteBatch) -> flashkv_engine::Result<()> {
 }
 
 fn check(kind: StoreKind, preset: &str, fault: Fault) -> u64 {
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(kind)
         .buffer_pages(4)
-        .wal_size(1 << 20);
+        .wal_size(1 << 20)
+        .build()
+        .unwrap();
     // A dry run finds the device operations of the commit.
     let dry = device(preset, fault, None);
     let db = Db::open(Box::new(dry.clone()), opts.clone()).unwrap();

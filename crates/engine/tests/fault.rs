@@ -20,12 +20,14 @@ fn device(preset: &str, plan: FaultPlan) -> Dev {
 }
 
 fn opts(kind: StoreKind, frames: usize, sync: bool) -> Options {
-    Options::default()
+    Options::builder()
         .store(kind)
         .buffer_pages(frames)
         .sync(sync)
         .wal_size(1 << 20)
         .max_size(12 << 20)
+        .build()
+        .unwrap()
 }
 
 fn case(seed: u64, preset: &str, kind: StoreKind) -> bool {

@@ -44,8 +44,17 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 #[test]
 fn ranges_match_the_model_while_a_writer_runs() {
     for kind in kinds() {
-        let db =
-            Arc::new(Db::open(dram(), Options::default().store(kind).buffer_pages(16)).unwrap());
+        let db = Arc::new(
+            Db::open(
+                dram(),
+                Options::builder()
+                    .store(kind)
+                    .buffer_pages(16)
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap(),
+        );
         let mut model = BTreeMap::new();
         let mut rng = SmallRng::seed_from_u64(7);
         for _ in 0..3000 {
@@ -111,7 +120,15 @@ fn ranges_match_the_model_while_a_writer_runs() {
 #[test]
 fn fifo_churn_keeps_the_page_count_bounded() {
     for kind in kinds() {
-        let db = Db::open(dram(), Options::default().store(kind).buffer_pages(64)).unwrap();
+        let db = Db::open(
+            dram(),
+            Options::builder()
+                .store(kind)
+                .buffer_pages(64)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
         let live = 1000u64;
         for i in 0..live {
             db.put(&i.to_be_bytes(), &[3u8; 100]).unwrap();
@@ -138,7 +155,15 @@ fn fifo_churn_keeps_the_page_count_bounded() {
 fn deleting_everything_gives_the_pages_back() {
     for kind in kinds() {
         for batched in [false, true] {
-            let db = Db::open(dram(), Options::default().store(kind).buffer_pages(32)).unwrap();
+            let db = Db::open(
+                dram(),
+                Options::builder()
+                    .store(kind)
+                    .buffer_pages(32)
+                    .build()
+                    .unwrap(),
+            )
+            .unwrap();
             let mut rng = SmallRng::seed_from_u64(3);
             let mut keys: Vec<[u8; 8]> = (0..5000u64)
                 .map(|_| rng.gen::<u64>().to_be_bytes())
@@ -205,7 +230,15 @@ fn deleting_everything_gives_the_pages_back() {
 #[test]
 fn underfull_leaves_merge() {
     for kind in kinds() {
-        let db = Db::open(dram(), Options::default().store(kind).buffer_pages(64)).unwrap();
+        let db = Db::open(
+            dram(),
+            Options::builder()
+                .store(kind)
+                .buffer_pages(64)
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
         let mut rng = SmallRng::seed_from_u64(11);
         let keys: Vec<u64> = (0..6000u64).collect();
         for k in &keys {

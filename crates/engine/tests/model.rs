@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use flashkv_engine::{Db, IplGeometry, Options, StoreKind, WriteBatch};
+use flashkv_engine::{Db, IplGeometry, LabOptions, Options, StoreKind, WriteBatch};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -61,12 +61,17 @@ fn configs() -> Vec<(StoreKind, usize, bool)> {
 }
 
 fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<(), TestCaseError> {
-    let opts = Options::default()
-        .store(kind)
+    // Reopening names no store: the store's own is taken.
+    let reopen = Options::builder()
         .buffer_pages(frames)
-        .index_in_memory(index)
+        .lab(LabOptions {
+            index_in_memory: index,
+            ..LabOptions::default()
+        })
         .max_size(48 << 20)
         .wal_size(2 << 20);
+    let opts = reopen.clone().store(kind).build().unwrap();
+    let reopen = reopen.build().unwrap();
     let mut db = Db::open(
         Box::new(flashkv_device::presets::open("dram-ssd").unwrap()),
         opts.clone(),
@@ -125,14 +130,7 @@ fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<()
                 } else {
                     db.into_device()
                 };
-                db = Db::open(
-                    dev,
-                    Options {
-                        store: None,
-                        ..opts.clone()
-                    },
-                )
-                .unwrap();
+                db = Db::open(dev, reopen.clone()).unwrap();
                 prop_assert_eq!(db.store_kind(), kind);
             }
             Step::Auto(v) => {

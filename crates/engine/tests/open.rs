@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind, Structure};
 use rand::{RngCore, SeedableRng};
 
 fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
@@ -48,7 +48,7 @@ fn foreign_files_are_refused_and_left_alone() {
             StoreKind::InPlace,
             StoreKind::InPageLogging(IplGeometry::seed()),
         ] {
-            let opts = Options::default().store(kind);
+            let opts = Options::builder().store(kind).build().unwrap();
             let e = Db::open_path(&path, opts.clone()).err().expect(what);
             if what == "late data" {
                 // Zeros where a store keeps its superblocks: not a store either.
@@ -121,10 +121,13 @@ fn a_failed_create_removes_the_file_it_made() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tiny.db");
     // Too small for the layout: creation fails after the file exists.
-    let e = Db::create(&path, Options::default().max_size(64 << 10))
-        .err()
-        .unwrap();
-    assert!(matches!(e, Error::Options(_)), "{e}");
+    let e = Db::create(
+        &path,
+        Options::builder().max_size(64 << 10).build().unwrap(),
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(e, Error::InvalidOption { .. }), "{e}");
     assert!(!path.exists(), "failed create left {}", path.display());
 }
 
@@ -136,7 +139,7 @@ fn a_truncated_store_is_reported_not_read() {
         StoreKind::InPageLogging(IplGeometry::seed()),
     ] {
         let path = dir.path().join(format!("{}.db", kind.name()));
-        let db = Db::create(&path, Options::default().store(kind)).unwrap();
+        let db = Db::create(&path, Options::builder().store(kind).build().unwrap()).unwrap();
         for i in 0..5000u32 {
             db.put(&i.to_be_bytes(), &[1u8; 200]).unwrap();
         }
@@ -147,7 +150,7 @@ fn a_truncated_store_is_reported_not_read() {
         drop(f);
         let e = Db::open_path(&path, Options::default()).err().unwrap();
         assert!(
-            matches!(&e, Error::Corrupt(m) if m.contains("truncated")),
+            matches!(&e, Error::Corrupt { what: Structure::File, why, .. } if why.contains("truncated")),
             "{}: {e}",
             kind.name()
         );
@@ -165,7 +168,7 @@ fn read_only_opens_share_a_store_and_write_nothing() {
     db.close().unwrap();
     let before = std::fs::read(&path).unwrap();
     let a = Db::open_read_only(&path, Options::default()).unwrap();
-    let b = Db::open_read_only(&path, Options::default().buffer_pages(2)).unwrap();
+    let b = Db::open_read_only(&path, Options::builder().buffer_pages(2).build().unwrap()).unwrap();
     // Readers share; a writer is refused while they hold the store.
     let e = Db::open_path(&path, Options::default()).err().unwrap();
     assert!(matches!(e, Error::Locked { .. }), "{e}");

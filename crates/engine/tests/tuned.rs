@@ -1,11 +1,13 @@
-//! Scans with [`Options::tuned_for`]: the same answers as page-at-a-time
+//! Scans with an [`IoProfile`]: the same answers as page-at-a-time
 //! scans (buffered dirty pages, deletes and overflow values included), and
 //! large sequential reads where a scan covers most of a store.
 
 use std::ops::Bound;
 
 use flashkv_device::presets;
-use flashkv_engine::{Db, IoProfile, IplGeometry, Options, StoreKind, WriteBatch};
+use flashkv_engine::{
+    Db, IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, StoreKind, WriteBatch,
+};
 use proptest::prelude::*;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -71,9 +73,9 @@ proptest! {
         } else {
             StoreKind::InPlace
         };
-        let base = Options::default().store(kind).buffer_pages(frames);
+        let base = Options::builder().store(kind).buffer_pages(frames);
         let io = IoProfile { scan_read_bytes: 16 << 10, seq_write_bytes: 16 << 10, breakeven_fraction: 0.0 };
-        let open = |o: Options| Db::open(Box::new(presets::open("dram-ssd").unwrap()), o).unwrap();
+        let open = |o: OptionsBuilder| Db::open(Box::new(presets::open("dram-ssd").unwrap()), o.build().unwrap()).unwrap();
         let (plain, tuned) = (open(base.clone()), open(base.clone().io_profile(io)));
         for s in &steps {
             match *s {
@@ -97,7 +99,7 @@ proptest! {
         prop_assert_eq!(scan(&plain, 0, 0, false, true), scan(&tuned, 0, 0, false, true));
         prop_assert_eq!(scan(&plain, 0, 0, true, true), scan(&tuned, 0, 0, true, true));
         // Reopened, nothing is buffered: the scan reads every leaf from runs.
-        let tuned = Db::open(tuned.close().unwrap(), base.io_profile(io)).unwrap();
+        let tuned = Db::open(tuned.close().unwrap(), base.io_profile(io).build().unwrap()).unwrap();
         let all = scan(&plain, 0, 0, false, true);
         prop_assert_eq!(&all, &scan(&tuned, 0, 0, false, true));
         // More than a page of cells: leaves past the first, which the
@@ -120,10 +122,15 @@ fn shuffled_store(
     keys.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(7));
     let dev = presets::open(device).unwrap();
     // Built in memory, written once at the end.
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(kind)
-        .wal(false)
-        .buffer_pages(1 << 16);
+        .lab(LabOptions {
+            wal: false,
+            ..LabOptions::default()
+        })
+        .buffer_pages(1 << 16)
+        .build()
+        .unwrap();
     let db = Db::open(Box::new(dev), opts).unwrap();
     for chunk in keys.chunks(20_000) {
         let mut b = WriteBatch::default();
@@ -135,13 +142,17 @@ fn shuffled_store(
     db.close().unwrap()
 }
 
-/// Virtual time of a full scan on `dev` reopened with `opts`, the rows it
-/// returned and the device back.
+/// Virtual time of a full scan on `dev` reopened with `opts` (and no
+/// log), the rows it returned and the device back.
 fn full_scan(
     dev: Box<dyn flashkv_device::BlockDevice>,
-    opts: Options,
+    opts: OptionsBuilder,
 ) -> (u64, usize, u64, Box<dyn flashkv_device::BlockDevice>) {
-    let db = Db::open(dev, opts.wal(false)).unwrap();
+    let opts = opts.lab(LabOptions {
+        wal: false,
+        ..LabOptions::default()
+    });
+    let db = Db::open(dev, opts.build().unwrap()).unwrap();
     let before = db.stats().device_clock_ns;
     let rows = db.scan(..).unwrap().len();
     let s = db.stats();
@@ -162,8 +173,8 @@ fn run_reads_cut_a_full_scan_on_a_disk_and_never_slow_it_on_nvme() {
             StoreKind::InPageLogging(IplGeometry::seed()),
         ] {
             let dev = shuffled_store(device, kind, rows);
-            let (plain, n, pages, dev) = full_scan(dev, Options::default());
-            let (tuned, m, _, _) = full_scan(dev, Options::tuned_for(&DISK));
+            let (plain, n, pages, dev) = full_scan(dev, Options::builder());
+            let (tuned, m, _, _) = full_scan(dev, Options::builder().io_profile(DISK));
             assert_eq!((n, m), (rows as usize, rows as usize));
             let bytes = pages * 4096;
             assert!(bytes >= 64 << 20, "store of {bytes} bytes");
@@ -178,10 +189,10 @@ fn run_reads_cut_a_full_scan_on_a_disk_and_never_slow_it_on_nvme() {
 
 #[test]
 fn consecutive_new_pages_are_written_together() {
-    let load = |opts: Options| {
+    let load = |opts: OptionsBuilder| {
         let db = Db::open(
             Box::new(presets::open("hdd-15k").unwrap()),
-            opts.buffer_pages(1 << 12),
+            opts.buffer_pages(1 << 12).build().unwrap(),
         )
         .unwrap();
         let mut b = WriteBatch::default();
@@ -194,10 +205,10 @@ fn consecutive_new_pages_are_written_together() {
         assert_eq!(db.scan(..).unwrap().len(), 20_000);
         (s.data_io.writes, s.store.page_writes)
     };
-    let (plain, pages) = load(Options::default());
+    let (plain, pages) = load(Options::builder());
     assert_eq!(plain, pages);
     // 64 KiB writes: 16 pages each where a run of new pages allows.
-    let (tuned, _) = load(Options::tuned_for(&IoProfile {
+    let (tuned, _) = load(Options::builder().io_profile(IoProfile {
         seq_write_bytes: 64 << 10,
         ..DISK
     }));

@@ -141,7 +141,7 @@ pub struct Advice {
     pub patterns: Vec<PatternAdvice>,
 }
 
-/// What the engine takes from the advice ([`flashkv_engine::Options::tuned_for`]):
+/// What the engine takes from the advice ([`flashkv_engine::OptionsBuilder::io_profile`]):
 /// the best sequential-read block as its scan read size, the best
 /// sequential-write block as its write size for consecutive pages, and the
 /// breakeven. A pattern the profile lacks gives 0: page by page.

@@ -14,7 +14,9 @@
 
 use std::ops::Bound;
 
-use flashkv_engine::{policy_by_name, Db, IplGeometry, Options, StoreKind, POLICY_NAMES};
+use flashkv_engine::{
+    policy_by_name, Db, IplGeometry, Options, OptionsBuilder, StoreKind, POLICY_NAMES,
+};
 use rand::{rngs::SmallRng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
@@ -109,12 +111,16 @@ fn value(k: u64, version: u64) -> Vec<u8> {
     (0..VALUE_BYTES).map(|i| b[i % 8] ^ i as u8).collect()
 }
 
-fn options(store: StoreKind, buffer_pages: usize) -> Options {
-    Options::default()
+/// The options of a point: the page store's I/O alone is counted, so
+/// no write-ahead log.
+fn options(store: StoreKind, buffer_pages: usize) -> OptionsBuilder {
+    Options::builder()
         .store(store)
         .buffer_pages(buffer_pages)
-        .index_in_memory(false)
-        .wal(false)
+        .lab(flashkv_engine::LabOptions {
+            wal: false,
+            index_in_memory: false,
+        })
         .max_size(REGION)
 }
 
@@ -122,7 +128,7 @@ fn options(store: StoreKind, buffer_pages: usize) -> Options {
 /// the relation's pages.
 fn loaded(device: &str, store: StoreKind, records: u64) -> Result<(Db, usize), LabError> {
     let dev = flashkv_device::presets::open(device)?;
-    let db = Db::open(Box::new(dev), options(store, records as usize))?;
+    let db = Db::open(Box::new(dev), options(store, records as usize).build()?)?;
     for k in 0..records {
         db.put(&key(k), &value(k, 0))?;
     }
@@ -147,7 +153,7 @@ fn measure_loaded(db: Db, p: &Point, size: Size, seed: u64) -> Result<Row, LabEr
     let policy = policy_by_name(p.policy)
         .ok_or_else(|| points::unknown("buffer", "policy", p.policy, &POLICY_NAMES))?;
     let (policy, refs) = count::counted(policy);
-    let opts = options(p.store, p.buffer_pages).policy(policy);
+    let opts = options(p.store, p.buffer_pages).policy(policy).build()?;
     let db = Db::open(db.close()?, opts)?;
     let gen = Gen::new(p.mix, size.records);
     let mut rng = SmallRng::seed_from_u64(seed);

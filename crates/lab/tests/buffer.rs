@@ -51,12 +51,16 @@ fn flash_aware_policy_beats_lru_on_write_heavy_zipfian() {
 #[test]
 fn pages_of_one_unit_written_together_share_one_erase() {
     let dev = flashkv_device::presets::open("nand-ipl").unwrap();
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(StoreKind::InPlace)
         .buffer_pages(10_000)
-        .index_in_memory(true)
-        .wal(false)
-        .max_size(64 << 20);
+        .lab(flashkv_engine::LabOptions {
+            wal: false,
+            index_in_memory: true,
+        })
+        .max_size(64 << 20)
+        .build()
+        .unwrap();
     let db = Db::open(Box::new(dev), opts).unwrap();
     for k in 0u64..3_000 {
         db.put(&k.to_be_bytes(), &[1; 100]).unwrap();

@@ -4,7 +4,9 @@
 //! on nvme.
 
 use flashkv_device::{presets, BlockDevice};
-use flashkv_engine::{Db, IoProfile, IplGeometry, Options, StoreKind, WriteBatch};
+use flashkv_engine::{
+    Db, IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, StoreKind, WriteBatch,
+};
 use flashkv_lab::advisor::{advise, profile_model, AdviceOptions, DeviceClass};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -20,10 +22,15 @@ fn tuned(device: &str) -> IoProfile {
 /// `rows` 8-byte keys with 100-byte values put in `order`, built in memory
 /// and written once; returns the device.
 fn store(device: &str, kind: StoreKind, order: &[u64]) -> Box<dyn BlockDevice> {
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(kind)
-        .wal(false)
-        .buffer_pages(1 << 16);
+        .lab(LabOptions {
+            wal: false,
+            ..LabOptions::default()
+        })
+        .buffer_pages(1 << 16)
+        .build()
+        .unwrap();
     let db = Db::open(Box::new(presets::open(device).unwrap()), opts).unwrap();
     for chunk in order.chunks(20_000) {
         let mut b = WriteBatch::default();
@@ -35,13 +42,18 @@ fn store(device: &str, kind: StoreKind, order: &[u64]) -> Box<dyn BlockDevice> {
     db.close().unwrap()
 }
 
-/// Virtual ns of a full scan after reopening with `opts`, store bytes, device.
+/// Virtual ns of a full scan after reopening with `opts` (and no log),
+/// store bytes, device.
 fn full_scan(
     dev: Box<dyn BlockDevice>,
-    opts: Options,
+    opts: OptionsBuilder,
     rows: usize,
 ) -> (u64, u64, Box<dyn BlockDevice>) {
-    let db = Db::open(dev, opts.wal(false)).unwrap();
+    let opts = opts.lab(LabOptions {
+        wal: false,
+        ..LabOptions::default()
+    });
+    let db = Db::open(dev, opts.build().unwrap()).unwrap();
     let before = db.stats().device_clock_ns;
     assert_eq!(db.scan(..).unwrap().len(), rows);
     let s = db.stats();
@@ -67,9 +79,12 @@ fn advised_options_speed_up_full_scans_on_disks_and_never_slow_them_on_nvme() {
             for (layout, order) in [("random", &random), ("ascending", &ascending)] {
                 let dev = store(device, kind, order);
                 let (plain, bytes, dev) =
-                    full_scan(dev, Options::default().store(kind), rows as usize);
-                let (fast, _, _) =
-                    full_scan(dev, Options::tuned_for(&io).store(kind), rows as usize);
+                    full_scan(dev, Options::builder().store(kind), rows as usize);
+                let (fast, _, _) = full_scan(
+                    dev,
+                    Options::builder().io_profile(io).store(kind),
+                    rows as usize,
+                );
                 let what = format!(
                     "{device} {} {layout} keys, {} MB: page at a time {:.1} ms, tuned ({io:?}) {:.1} ms",
                     kind.name(),

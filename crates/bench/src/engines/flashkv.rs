@@ -33,10 +33,11 @@ fn open_store(dir: &Path, keys: usize, kind: StoreKind) -> Result<Box<dyn Engine
     let wal = (keys as u64 * WAL_BYTES_PER_KEY)
         .next_multiple_of(MIB)
         .max(64 * MIB);
-    let opts = Options::default()
+    let opts = Options::builder()
         .store(kind)
         .wal_size(wal)
-        .buffer_pages(BUFFER_PAGES);
+        .buffer_pages(BUFFER_PAGES)
+        .build()?;
     let db = Db::create(dir.join("flashkv.db"), opts)?;
     Ok(Box::new(Flashkv { db }))
 }

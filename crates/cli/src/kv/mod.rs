@@ -116,7 +116,7 @@ impl From<Error> for Fail {
             Error::KeyTooLarge { .. }
             | Error::ValueTooLarge { .. }
             | Error::StoreMismatch { .. }
-            | Error::Options(_)
+            | Error::InvalidOption { .. }
             | Error::NotAStore
             | Error::NotAStoreFile { .. }
             | Error::NoStore { .. }
@@ -144,20 +144,30 @@ pub fn run(args: KvArgs) -> ExitCode {
 fn options(args: &KvArgs) -> Result<Options, Fail> {
     let policy = flashkv_engine::policy_by_name(&args.policy)
         .ok_or_else(|| Fail::Usage(format!("unknown policy {}", args.policy)))?;
-    let mut opts = Options::default()
-        .buffer_pages(args.buffer.max(1))
-        .policy(policy);
+    if args.buffer == 0 {
+        return Err(Fail::Usage(
+            "--buffer 0: the buffer pool needs at least 1 page".into(),
+        ));
+    }
+    let mut opts = Options::builder().buffer_pages(args.buffer).policy(policy);
     if let Some(size) = &args.size {
         let bytes = flashkv_device::parse_size(size)
             .map_err(|e| Fail::Usage(format!("--size {size}: {e}")))?;
+        if bytes == 0 {
+            return Err(Fail::Usage(format!(
+                "--size {size}: a store needs more than 0 bytes"
+            )));
+        }
         opts = opts.max_size(bytes);
     }
-    opts.store = args.store.map(|s| match s {
-        Store::InPlace => StoreKind::InPlace,
-        Store::Ipl => StoreKind::InPageLogging(IplGeometry::seed()),
-        Store::IplShared => StoreKind::InPageLogging(IplGeometry::shared()),
-    });
-    Ok(opts)
+    if let Some(s) = args.store {
+        opts = opts.store(match s {
+            Store::InPlace => StoreKind::InPlace,
+            Store::Ipl => StoreKind::InPageLogging(IplGeometry::seed()),
+            Store::IplShared => StoreKind::InPageLogging(IplGeometry::shared()),
+        });
+    }
+    Ok(opts.build()?)
 }
 
 /// Whether `path` is missing or an empty file: where `--create` may make a store.

@@ -7,11 +7,11 @@ use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use flashkv_device::{BlockDevice, DeviceStats};
+use flashkv_device::{BlockDevice, DeviceStats, Geometry};
 
 use crate::btree::{self, Meta, Shape, Tree};
 use crate::buffer::{BufferPool, BufferStats, Change};
-use crate::error::{corrupt, Error, Result};
+use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode};
 use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{prefix_end, Range};
@@ -21,7 +21,7 @@ use crate::page::{PageId, NO_PAGE};
 use crate::redo;
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
-use crate::wal::Wal;
+use crate::wal::{Logged, Wal};
 
 /// Default virtual capacity of a store in a file (the file grows as the
 /// store does, so this is a limit, not a size).
@@ -128,9 +128,13 @@ impl WriteBatch {
 /// Counters since the store was opened.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Stats {
+    /// The page store's name ([`StoreKind::name`]).
     pub store_kind: &'static str,
+    /// The replacement policy's name.
     pub policy: &'static str,
+    /// Buffer pool counters.
     pub buffer: BufferStats,
+    /// Pages in the buffer pool now.
     pub resident_pages: usize,
     /// Pages allocated in the page store (free ones included).
     pub pages_allocated: u64,
@@ -142,8 +146,11 @@ pub struct Stats {
     pub wal_io: RegionStats,
     /// Device operations of checkpoints (superblocks).
     pub meta_io: RegionStats,
+    /// Batches committed.
     pub commits: u64,
+    /// Checkpoints written.
     pub checkpoints: u64,
+    /// Device flushes (each makes the log durable).
     pub device_flushes: u64,
     /// The device's own counters (all regions).
     pub device: DeviceStats,
@@ -187,7 +194,10 @@ struct Core {
 /// ```
 /// use flashkv_engine::{Db, Options, StoreKind, IplGeometry};
 /// let dev = flashkv_device::presets::open("dram-ssd").unwrap();
-/// let opts = Options::default().store(StoreKind::InPageLogging(IplGeometry::seed()));
+/// let opts = Options::builder()
+///     .store(StoreKind::InPageLogging(IplGeometry::seed()))
+///     .build()
+///     .unwrap();
 /// let db = Db::open(Box::new(dev), opts).unwrap();
 /// db.put(b"hello", b"world").unwrap();
 /// db.flush().unwrap(); // durable
@@ -259,7 +269,7 @@ impl Db {
 
     /// Creates a store in the file at `path`, which must be missing or
     /// empty ([`Error::Exists`] otherwise). The file grows as the store
-    /// does, up to [`Options::max_size`]. If creation fails, a file this
+    /// does, up to [`crate::OptionsBuilder::max_size`]. If creation fails, a file this
     /// call created is removed again.
     pub fn create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         Self::open_file(path.as_ref(), opts, Mode::Create)
@@ -394,15 +404,22 @@ impl Db {
         Ok(existed)
     }
 
-    /// Replaces the value of an existing key; [`Error::NotFound`] if absent.
-    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Replaces the value of an existing key. Returns whether the key was
+    /// there: an absent key is left absent and nothing is written.
+    #[must_use = "update writes nothing when the key is absent"]
+    pub fn update(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
         btree::check_value(value)?;
         if c.read(|t| t.get(key))?.is_none() {
-            return Err(Error::NotFound);
+            return Ok(false);
         }
-        c.write_with(value.len(), 1, |t| t.put(key, value).map(drop))
+        c.write_with(value.len(), 1, |t| {
+            let existed = t.put(key, value)?;
+            debug_assert!(existed, "the key update found is still there");
+            Ok(())
+        })?;
+        Ok(true)
     }
 
     /// Stores `value` under a new key (the seed's key manager): keys are
@@ -415,7 +432,9 @@ impl Db {
         c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
             t.meta.next_auto += 1;
-            t.put(&n.to_be_bytes(), value).map(drop)
+            let existed = t.put(&n.to_be_bytes(), value)?;
+            debug_assert!(!existed, "key {n} is new");
+            Ok(())
         })?;
         Ok(n)
     }
@@ -637,6 +656,12 @@ impl Db {
         }
     }
 
+    /// Test support: runs `f` on the tree, as a read.
+    #[cfg(test)]
+    pub(crate) fn with_tree<T>(&self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {
+        self.lock()?.read(f)
+    }
+
     /// The page store the store uses.
     pub fn store_kind(&self) -> StoreKind {
         self.core
@@ -645,22 +670,6 @@ impl Db {
             .store
             .kind()
     }
-}
-
-/// Options checked before anything is read or written.
-fn check_options(opts: &Options) -> Result<()> {
-    if opts.buffer_pages == 0 {
-        return Err(Error::Options("buffer_pages must be at least 1".into()));
-    }
-    if let Some(io) = opts.io {
-        if !(0.0..=1.0).contains(&io.breakeven_fraction) {
-            return Err(Error::Options(format!(
-                "breakeven fraction {} must be within 0..=1",
-                io.breakeven_fraction
-            )));
-        }
-    }
-    Ok(())
 }
 
 impl Core {
@@ -674,55 +683,92 @@ impl Core {
         mode: Mode,
         file_len: Option<u64>,
     ) -> Result<Core> {
-        check_options(&opts)?;
         let mut disk = Disk::new(device, log);
         let ckpt = Self::recognise(&mut disk, &opts, mode == Mode::Create)?;
+        let store = Self::open_store(&ckpt, &disk, file_len)?;
         let created = ckpt.seq == 0;
-        let geo = disk.geo;
         let l = ckpt.layout;
-        let log_fits = match ckpt.log_id {
-            0 => l.wal_start + l.wal_len <= l.data_start,
-            _ => l.wal_start + l.wal_len <= disk.log_geo.capacity,
-        };
-        if l.data_start + l.data_len > geo.capacity || !log_fits {
-            return Err(corrupt("checkpoint layout exceeds the device"));
-        }
-        let store = Self::make_store(&ckpt, &disk)?;
-        if let Some(len) = file_len {
-            // A checkpoint is written after every page it covers.
-            if len < store.extent(ckpt.next_page) {
-                return Err(corrupt(format!(
-                    "the file is {len} bytes, shorter than the store it holds: truncated"
-                )));
-            }
-        }
         let log_sector = u64::from(disk.log_geo.sector_size);
         let mut wal = Wal::new(l.wal_start, l.wal_len, log_sector, ckpt.wal_seq, ckpt.seq);
-        let records = if created {
-            Vec::new()
-        } else {
-            wal.recover(&mut disk)?
+        let records = match created {
+            true => Vec::new(),
+            false => wal.recover(&mut disk)?,
         };
         let read_only = mode == Mode::ReadOnly;
         if read_only && (created || !records.is_empty()) {
             // Recovery writes; a reader cannot, as in SQLite.
             return Err(Error::NeedsRecovery);
         }
+        let mut core = Core::new(disk, store, &ckpt, &opts, read_only);
+        core.trim_log = file_len.is_some();
+        if !read_only {
+            core.start(records, wal, opts.lab.wal, created)?;
+        }
+        Ok(core)
+    }
+
+    /// The page store checkpoint `ckpt` describes, once its layout is
+    /// checked against the device and, for a store in a file, the file
+    /// (`file_len` bytes) is checked to hold every page it covers.
+    fn open_store(
+        ckpt: &Checkpoint,
+        disk: &Disk,
+        file_len: Option<u64>,
+    ) -> Result<Box<dyn PageStore>> {
+        let l = ckpt.layout;
+        let wal_end = l.wal_start.saturating_add(l.wal_len);
+        let log_fits = match ckpt.log_id {
+            0 => wal_end <= l.data_start,
+            _ => wal_end <= disk.log_geo.capacity,
+        };
+        let ordered = l.data_start >= 2 * l.slot_len && l.data_len > 0 && l.wal_len > 0;
+        if l.data_start.saturating_add(l.data_len) > disk.geo.capacity || !log_fits || !ordered {
+            return Err(corrupt(
+                Structure::Checkpoint,
+                Location::Offset((ckpt.seq % 2) * l.slot_len),
+                "its layout does not fit the device",
+            ));
+        }
+        let store = Self::make_store(ckpt, disk)?;
+        if let Some(len) = file_len {
+            // A checkpoint is written after every page it covers.
+            if len < store.extent(ckpt.next_page) {
+                return Err(corrupt(
+                    Structure::File,
+                    Location::Offset(len),
+                    "the file ends before the pages its checkpoint covers: truncated",
+                ));
+            }
+        }
+        Ok(store)
+    }
+
+    /// The core of a store opened at checkpoint `ckpt`, before recovery.
+    fn new(
+        disk: Disk,
+        mut store: Box<dyn PageStore>,
+        ckpt: &Checkpoint,
+        opts: &Options,
+        read_only: bool,
+    ) -> Core {
+        if let Some(io) = opts.io {
+            store.set_write_size(io.seq_write_bytes);
+        }
         let policy = (opts.policy)(opts.buffer_pages);
-        let mut core = Core {
-            pool: BufferPool::new(opts.buffer_pages, policy, opts.index_in_memory),
+        Core {
+            pool: BufferPool::new(opts.buffer_pages, policy, opts.lab.index_in_memory),
             meta: Meta {
                 root: ckpt.root,
                 next_page: ckpt.next_page,
                 next_auto: ckpt.next_auto,
                 free_head: ckpt.free_head,
             },
-            layout: l,
+            layout: ckpt.layout,
             ckpt_seq: ckpt.seq,
             wal_seq: ckpt.wal_seq,
             sync: opts.sync,
             io: opts.io,
-            trim_log: file_len.is_some(),
+            trim_log: false,
             log_id: ckpt.log_id,
             read_only,
             poisoned: false,
@@ -730,14 +776,7 @@ impl Core {
             checkpoints: 0,
             store,
             disk,
-        };
-        if let Some(io) = opts.io {
-            core.store.set_write_size(io.seq_write_bytes);
         }
-        if !read_only {
-            core.start(records, wal, opts.wal, created)?;
-        }
-        Ok(core)
     }
 
     /// Makes an opened store ready for writing: replays `records`, copies
@@ -745,7 +784,7 @@ impl Core {
     /// checkpoints.
     fn start(
         &mut self,
-        records: Vec<(u8, Vec<u8>)>,
+        records: Vec<Logged>,
         mut wal: Wal,
         log: bool,
         created: bool,
@@ -760,7 +799,10 @@ impl Core {
             self.disk.journal = Some(wal);
         }
         if created {
+            // The new root is written by the checkpoint below, as no batch
+            // logged it: it must not stay pinned.
             self.guard(|c| c.tree().create())?;
+            self.pool.unpin(&mut *self.store, &mut self.disk)?;
         }
         // Replayed pages go to the page store and the log starts over in a
         // new epoch, so records a crash left after a gap are never replayed.
@@ -786,12 +828,16 @@ impl Core {
                 }
                 match (c.log_id, disk.log.is_some()) {
                     (0, false) => {}
-                    (0, true) => return Err(Error::Options(
-                        "the store keeps its log on its own device: open it without a log device".into(),
-                    )),
-                    (_, false) => return Err(Error::Options(
-                        "the store keeps its log on a device of its own: open it with Db::open_with_log".into(),
-                    )),
+                    (0, true) => {
+                        return Err(Error::WrongLogDevice(
+                            "the store keeps its log on its own device: open it without a log device",
+                        ))
+                    }
+                    (_, false) => {
+                        return Err(Error::WrongLogDevice(
+                            "the store keeps its log on a device of its own: open it with Db::open_with_log",
+                        ))
+                    }
                     (id, true) => logdev::check_header(disk, id)?,
                 }
                 Ok(c)
@@ -816,9 +862,11 @@ impl Core {
             StoreKind::InPlace => {
                 let ps = u64::from(ckpt.page_size);
                 if !(512..=65536).contains(&ps) || ps % sector != 0 {
-                    return Err(Error::Options(format!(
-                        "page size {ps} must be 512..=65536 and a multiple of the {sector}-byte sector"
-                    )));
+                    return Err(corrupt(
+                        Structure::Checkpoint,
+                        Location::Offset((ckpt.seq % 2) * l.slot_len),
+                        "its page size does not fit the device's sectors",
+                    ));
                 }
                 let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
                 Box::new(InPlace::new(
@@ -842,58 +890,72 @@ impl Core {
     fn plan_log(opts: &Options, disk: &Disk, slot_len: u64) -> Result<(u64, u64, u64, u64)> {
         let lg = disk.log_geo;
         let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
-        let want = round_up(opts.wal_size.max(64 << 10), 2 * align);
+        debug_assert!(opts.wal_size >= 64 << 10, "built options hold a 64 KiB log");
+        let want = round_up(opts.wal_size, 2 * align);
         if disk.log.is_none() {
             return Ok((2 * slot_len, want, 2 * slot_len + want, 0));
         }
         let room = lg.capacity.saturating_sub(align);
         let len = want.min(room - room % (2 * align));
         if len < 64 << 10 {
-            return Err(Error::Options(format!(
-                "log device of {} bytes is too small for a log (need 64 KiB after its header)",
-                lg.capacity
-            )));
+            return Err(invalid(
+                "wal_size",
+                format!(
+                    "a log device of {} bytes is too small for a log (need 64 KiB after its header)",
+                    lg.capacity
+                ),
+            ));
         }
         Ok((align, len, 2 * slot_len, logdev::new_id()))
+    }
+
+    /// The page size of a new store, if the device can hold its pages.
+    fn plan_page_size(opts: &Options, kind: StoreKind, geo: Geometry) -> Result<u32> {
+        let sector = u64::from(geo.sector_size);
+        let page_size = match kind {
+            StoreKind::InPlace => opts.in_place_page_size(),
+            StoreKind::InPageLogging(g) => {
+                if u64::from(LOG_SECTOR) % sector != 0 {
+                    return Err(invalid(
+                        "store",
+                        format!("in-page logging needs sectors of at most {LOG_SECTOR} bytes; the device has {sector}"),
+                    ));
+                }
+                match geo.erase_unit {
+                    Some(eu) if eu != g.unit_size() => {
+                        return Err(invalid(
+                            "store",
+                            format!(
+                                "an in-page logging unit of {} bytes does not match the device's {eu}-byte erase unit",
+                                g.unit_size()
+                            ),
+                        ))
+                    }
+                    _ => g.page_size,
+                }
+            }
+        };
+        if u64::from(page_size) % sector != 0 {
+            return Err(invalid(
+                "page_size",
+                format!("{page_size} bytes is not a multiple of the {sector}-byte sector"),
+            ));
+        }
+        match (kind, geo.erase_unit) {
+            (StoreKind::InPlace, Some(eu)) if eu % u64::from(page_size) != 0 => Err(invalid(
+                "page_size",
+                format!("{page_size} bytes does not divide the {eu}-byte erase unit"),
+            )),
+            _ => Ok(page_size),
+        }
     }
 
     /// The layout and first checkpoint of a new store.
     fn plan(opts: &Options, disk: &Disk, slot_len: u64) -> Result<Checkpoint> {
         let geo = disk.geo;
-        let sector = u64::from(geo.sector_size);
-        let align = geo.erase_unit.unwrap_or(sector);
+        let align = geo.erase_unit.unwrap_or(u64::from(geo.sector_size));
         let kind = opts.store.unwrap_or(StoreKind::InPlace);
-        let page_size = match kind {
-            StoreKind::InPlace => opts.page_size,
-            StoreKind::InPageLogging(g) => {
-                if u64::from(LOG_SECTOR) % sector != 0 {
-                    return Err(Error::Options(format!(
-                        "in-page logging needs sectors of at most {LOG_SECTOR} bytes; the device has {sector}"
-                    )));
-                }
-                if let Some(eu) = geo.erase_unit {
-                    if eu != g.unit_size() {
-                        return Err(Error::Options(format!(
-                            "in-page logging unit of {} bytes does not match the device's {eu}-byte erase unit",
-                            g.unit_size()
-                        )));
-                    }
-                }
-                g.page_size
-            }
-        };
-        if u64::from(page_size) % sector != 0 || !(512..=65536).contains(&page_size) {
-            return Err(Error::Options(format!(
-                "page size {page_size} must be 512..=65536 and a multiple of the {sector}-byte sector"
-            )));
-        }
-        if let (StoreKind::InPlace, Some(eu)) = (kind, geo.erase_unit) {
-            if eu % u64::from(page_size) != 0 {
-                return Err(Error::Options(format!(
-                    "page size {page_size} does not divide the {eu}-byte erase unit"
-                )));
-            }
-        }
+        let page_size = Self::plan_page_size(opts, kind, geo)?;
         let (wal_start, wal_len, data_start, log_id) = Self::plan_log(opts, disk, slot_len)?;
         let end = opts.max_size.unwrap_or(geo.capacity).min(geo.capacity);
         let mut end = end - end % align;
@@ -904,10 +966,12 @@ impl Core {
             end = end.min(data_start + units * g.unit_size());
         }
         if end <= data_start {
-            return Err(Error::Options(format!(
-                "device of {} bytes is too small (need more than {data_start})",
-                geo.capacity
-            )));
+            return Err(invalid(
+                "max_size",
+                format!(
+                    "{end} bytes of the device is too small for a store (it needs more than {data_start})",
+                ),
+            ));
         }
         Ok(Checkpoint {
             seq: 0,
@@ -944,13 +1008,14 @@ impl Core {
     /// of step, so later calls fail until the store is reopened (recovery).
     fn guard<T>(&mut self, f: impl FnOnce(&mut Core) -> Result<T>) -> Result<T> {
         let r = f(self);
-        if let Err(Error::Device(_) | Error::Io(_) | Error::Corrupt(_)) = &r {
+        if r.as_ref().is_err_and(Error::poisons) {
             self.poisoned = true;
         }
         r
     }
 
     fn read<T>(&mut self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {
+        debug_assert!(self.pool.idle(), "a read runs between batches");
         self.guard(|c| {
             let r = f(&mut c.tree());
             // A read never pins; this only brings the pool back to size.
@@ -982,6 +1047,7 @@ impl Core {
                 }
             }
             for attempt in 0..2 {
+                assert!(c.pool.idle(), "a batch starts with nothing pinned");
                 let before = c.meta;
                 if let Err(e) = f(&mut c.tree()) {
                     c.pool.rollback();
@@ -1112,6 +1178,11 @@ impl Core {
             store_state: state,
         }
         .write(&mut self.disk)?;
+        assert!(
+            seq == self.ckpt_seq + 1,
+            "checkpoint {seq} follows {}",
+            self.ckpt_seq
+        );
         self.ckpt_seq = seq;
         self.checkpoints += 1;
         Ok(())
@@ -1144,6 +1215,11 @@ impl Core {
             self.disk.journal = Some(w);
             r?;
         }
+        debug_assert_eq!(
+            self.pool.dirty_len(),
+            0,
+            "a checkpoint leaves no page dirty"
+        );
         Ok(())
     }
 }

@@ -12,10 +12,11 @@ use rustc_hash::FxHashMap;
 
 use super::Core;
 use crate::btree::Meta;
-use crate::error::{corrupt, Result};
+use crate::error::{bad_page, corrupt, Location, Result, Structure};
+use crate::le::{u32_at, u64_at};
 use crate::page::{Op, Page, PageId};
 use crate::redo::{self, Entry};
-use crate::wal::Wal;
+use crate::wal::{Logged, Wal};
 
 /// Write-ahead log record kind of a committed batch as whole page images
 /// (written by earlier versions; read still).
@@ -29,24 +30,28 @@ impl Core {
     /// Replays `records` (kind, payload), in log order. The page store's
     /// own records go first: they finish interrupted rewrites of the
     /// device, which the pages read here must see.
-    pub(super) fn recover(&mut self, records: Vec<(u8, Vec<u8>)>) -> Result<()> {
+    pub(super) fn recover(&mut self, records: Vec<Logged>) -> Result<()> {
         let ps = self.store.page_size();
         let mut decoded: Vec<Decoded> = Vec::new();
-        for (kind, payload) in records {
+        for Logged { seq, kind, payload } in records {
             decoded.push(match kind {
-                BATCH_RECORD => decode_batch_images(&payload, ps)?,
+                BATCH_RECORD => decode_batch_images(&payload, ps, seq)?,
                 redo::REDO_RECORD => {
-                    let (meta, entries) = redo::decode(&payload, ps)?;
+                    let (meta, entries) = redo::decode(&payload, ps, seq)?;
                     (Some(meta), entries)
                 }
-                redo::IMAGES_RECORD => (None, images(redo::decode_images(&payload, ps)?)),
+                redo::IMAGES_RECORD => (None, images(redo::decode_images(&payload, ps, seq)?)),
                 kind => {
-                    self.store.replay(&mut self.disk, kind, &payload)?;
+                    self.store.replay(&mut self.disk, seq, kind, &payload)?;
                     continue;
                 }
             });
         }
         let first_image = first_images(&decoded);
+        debug_assert!(
+            first_image.values().all(|&i| i < decoded.len()),
+            "first images index records"
+        );
         for (i, (meta, entries)) in decoded.into_iter().enumerate() {
             if let Some(m) = meta {
                 self.meta = m;
@@ -69,15 +74,20 @@ impl Core {
         if !self.pool.contains(id) {
             if !self.store.overwrites() {
                 // Its first change after the checkpoint was logged as an image.
-                return Err(corrupt(format!(
-                    "log changes page {id}, which has no image in the log since the checkpoint"
-                )));
+                return Err(bad_page(
+                    id,
+                    "the log changes it, but holds no image of it since the checkpoint",
+                ));
             }
             // Installed without making room: nothing is written back while
             // the log is replayed.
             let page = self.store.read(&mut self.disk, id)?;
             self.pool.install(page);
         }
+        debug_assert!(
+            self.pool.contains(id),
+            "page {id} is resident to replay onto"
+        );
         self.pool.replay_ops(id, ops)
     }
 
@@ -96,6 +106,7 @@ impl Core {
             rec.image(p);
         }
         wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
+        assert_eq!(wal.next_seq, first + 1, "what recovery found is one record");
         for id in ids {
             self.pool.mark_imaged(id);
         }
@@ -120,17 +131,21 @@ fn first_images(decoded: &[Decoded]) -> FxHashMap<PageId, usize> {
     first
 }
 
-/// A batch record of whole page images (format of earlier builds).
-fn decode_batch_images(b: &[u8], ps: usize) -> Result<Decoded> {
-    let meta = redo::decode_meta(b)?;
-    let n = u32::from_le_bytes(b[32..36].try_into().expect("4 bytes")) as usize;
-    if b.len() != redo::META_BYTES + n * ps {
-        return Err(corrupt("log record length mismatch"));
+/// Batch record `seq` of whole page images (format of earlier builds).
+fn decode_batch_images(b: &[u8], ps: usize, seq: u64) -> Result<Decoded> {
+    let meta = redo::decode_meta(b, seq)?;
+    let n = u32_at(b, 32) as usize;
+    if Some(b.len()) != n.checked_mul(ps).map(|n| n + redo::META_BYTES) {
+        return Err(corrupt(
+            Structure::LogRecord,
+            Location::Record(seq),
+            "a batch of images whose length is not its pages'",
+        ));
     }
     let pages = b[redo::META_BYTES..]
         .chunks(ps)
         .map(|img| {
-            let id: PageId = u64::from_le_bytes(img[16..24].try_into().expect("8 bytes"));
+            let id: PageId = u64_at(img, 16);
             Page::from_bytes(img.into(), id)
         })
         .collect::<Result<Vec<_>>>()?;

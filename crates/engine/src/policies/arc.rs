@@ -17,8 +17,9 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
+/// ARC over the pool's frames (see the module documentation).
 #[derive(Debug)]
-pub struct Arc {
+pub struct ArcPolicy {
     c: usize,
     /// Target size of `T1`.
     p: usize,
@@ -30,9 +31,10 @@ pub struct Arc {
     last: Option<PageId>,
 }
 
-impl Arc {
-    pub fn new(frames: usize) -> Arc {
-        Arc {
+impl ArcPolicy {
+    /// ARC for a pool of `frames` frames.
+    pub fn new(frames: usize) -> ArcPolicy {
+        ArcPolicy {
             c: frames.max(1),
             p: 0,
             t1: Recency::default(),
@@ -45,6 +47,12 @@ impl Arc {
 
     /// Ghost lists within the paper's bounds: `|T1| + |B1| ≤ c`, all four ≤ 2c.
     fn trim_ghosts(&mut self) {
+        debug_assert!(
+            self.p <= self.c,
+            "T1's target {} within {} frames",
+            self.p,
+            self.c
+        );
         while self.t1.len() + self.b1.len() > self.c {
             let Some(g) = self.b1.lru() else { break };
             self.b1.remove(g);
@@ -56,6 +64,14 @@ impl Arc {
             self.b1.remove(g);
             self.b2.remove(g);
         }
+        debug_assert!(
+            self.t1.len() + self.b1.len() <= self.c.max(self.t1.len()),
+            "|T1| + |B1| <= c"
+        );
+        debug_assert!(
+            self.b1.len() + self.b2.len() <= 2 * self.c,
+            "the ghosts stay within 2c"
+        );
     }
 }
 
@@ -63,7 +79,7 @@ fn first_evictable(list: &Recency, frames: &dyn FrameView) -> Option<PageId> {
     list.iter().find(|&p| frames.evictable(p))
 }
 
-impl Policy for Arc {
+impl Policy for ArcPolicy {
     fn name(&self) -> &'static str {
         "arc"
     }
@@ -115,7 +131,7 @@ mod tests {
     fn arc_keeps_frequent_pages_through_a_scan() {
         // 1 and 2 are used twice (T2); the one-shot scan 3..6 only churns T1,
         // where LRU would have evicted 1 and 2.
-        let mut a = Arc::new(3);
+        let mut a = ArcPolicy::new(3);
         let (victims, _) = run(&mut a, 3, 100, &refs("r1 r2 r1 r2 r3 r4 r5 r6 r1 r2"));
         assert_eq!(victims, vec![3, 4, 5]);
     }
@@ -124,7 +140,7 @@ mod tests {
     fn arc_takes_an_immediate_repeat_for_the_same_reference() {
         // 1 and 2 are each requested twice in a row on loading: still T1, so
         // the frequent 1 (used again later) survives the one-shot 3 and 4.
-        let mut a = Arc::new(3);
+        let mut a = ArcPolicy::new(3);
         let (victims, _) = run(&mut a, 3, 100, &refs("r1 r1 r2 r2 r1 r3 r3 r4 r4"));
         assert_eq!(victims, vec![2]);
         assert!(a.t2.contains(1) && a.t1.contains(3) && a.t1.contains(4));
@@ -134,7 +150,7 @@ mod tests {
     fn arc_ghost_hit_in_b1_grows_t1() {
         // 2 is evicted from T1 into B1; its return raises p to 1 and puts it
         // in T2 beside the frequent 1.
-        let mut a = Arc::new(2);
+        let mut a = ArcPolicy::new(2);
         let (victims, _) = run(&mut a, 2, 100, &refs("r1 r2 r1 r3 r2"));
         assert_eq!(victims, vec![2, 3]);
         assert_eq!(a.p, 1);

@@ -19,6 +19,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameInfo, FrameView, Policy};
 
+/// CFDC over the pool's frames (see the module documentation).
 #[derive(Debug)]
 pub struct Cfdc {
     working: Recency,
@@ -36,6 +37,7 @@ impl Cfdc {
     /// Default priority window: the paper's experiments use half the pool.
     pub const WINDOW: f64 = 0.5;
 
+    /// CFDC for a pool of `frames` frames, `pw` of them the priority region.
     pub fn new(frames: usize, pw: f64) -> Cfdc {
         Cfdc {
             working: Recency::default(),
@@ -54,6 +56,12 @@ impl Cfdc {
             self.priority.touch(p);
             self.joined.insert(p, self.time);
         }
+        debug_assert_eq!(
+            self.joined.len(),
+            self.priority.len(),
+            "every priority page has its join time"
+        );
+        debug_assert!(self.priority.len() <= self.window || self.working.len() == 0);
     }
 
     /// The oldest page of the lowest-priority dirty cluster.
@@ -97,8 +105,8 @@ impl Policy for Cfdc {
         self.working.touch(page);
     }
     fn forget(&mut self, page: PageId) {
-        self.working.remove(page);
-        self.priority.remove(page);
+        let was = self.working.remove(page) as u8 + self.priority.remove(page) as u8;
+        debug_assert!(was <= 1, "page {page} sat in one region");
         self.joined.remove(&page);
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {

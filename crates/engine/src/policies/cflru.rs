@@ -11,6 +11,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
+/// CFLRU over the pool's frames (see the module documentation).
 #[derive(Debug)]
 pub struct Cflru {
     lru: Recency,

@@ -12,6 +12,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
+/// CLOCK over the pool's frames (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Clock {
     /// The circle, starting at the hand: a page given a second chance goes
@@ -36,7 +37,8 @@ impl Policy for Clock {
         }
     }
     fn forget(&mut self, page: PageId) {
-        self.ring.remove(page);
+        let was = self.ring.remove(page);
+        debug_assert!(was, "page {page} was on the circle");
         self.referenced.remove(&page);
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
@@ -55,6 +57,10 @@ impl Policy for Clock {
                 self.ring.touch(p);
             }
             if found.is_some() {
+                debug_assert!(
+                    found.is_some_and(|p| frames.evictable(p)),
+                    "CLOCK picks an evictable page"
+                );
                 return found;
             }
         }

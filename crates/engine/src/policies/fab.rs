@@ -16,6 +16,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameInfo, FrameView, Policy};
 
+/// FAB over the pool's frames (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Fab {
     lru: Recency,

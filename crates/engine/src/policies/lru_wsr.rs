@@ -12,6 +12,7 @@ use super::Recency;
 use crate::page::PageId;
 use crate::policy::{FrameView, Policy};
 
+/// LRU-WSR over the pool's frames (see the module documentation).
 #[derive(Debug, Default)]
 pub struct LruWsr {
     lru: Recency,

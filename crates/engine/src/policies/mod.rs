@@ -11,7 +11,7 @@
 //! | `cfdc` | [`Cfdc`]: clean-first, dirty-clustered (Ou, Härder, Jin 2009) |
 //! | `lru-wsr` | [`LruWsr`]: LRU with write sequence reordering (Jung et al. 2008) |
 //! | `fab` | [`Fab`]: flash-aware buffer, block-level LRU (Jo et al. 2006) |
-//! | `arc` | [`Arc`]: adaptive replacement cache (Megiddo & Modha 2003) |
+//! | `arc` | [`ArcPolicy`]: adaptive replacement cache (Megiddo & Modha 2003) |
 
 mod arc;
 mod cfdc;
@@ -20,12 +20,14 @@ mod clock;
 mod fab;
 mod lru_wsr;
 
-pub use arc::Arc;
+pub use arc::ArcPolicy;
 pub use cfdc::Cfdc;
 pub use cflru::Cflru;
 pub use clock::Clock;
 pub use fab::Fab;
 pub use lru_wsr::LruWsr;
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -39,15 +41,13 @@ pub const POLICY_NAMES: [&str; 7] = ["lru", "clock", "cflru", "cfdc", "lru-wsr",
 /// The policy called `name` with its default parameters, `None` if unknown.
 pub fn policy_by_name(name: &str) -> Option<PolicyFactory> {
     let f: PolicyFactory = match name {
-        "lru" => std::sync::Arc::new(|_| Box::new(Lru::default()) as Box<dyn Policy>),
-        "clock" => std::sync::Arc::new(|_| Box::new(Clock::default()) as Box<dyn Policy>),
-        "cflru" => {
-            std::sync::Arc::new(|n| Box::new(Cflru::new(n, Cflru::WINDOW)) as Box<dyn Policy>)
-        }
-        "cfdc" => std::sync::Arc::new(|n| Box::new(Cfdc::new(n, Cfdc::WINDOW)) as Box<dyn Policy>),
-        "lru-wsr" => std::sync::Arc::new(|_| Box::new(LruWsr::default()) as Box<dyn Policy>),
-        "fab" => std::sync::Arc::new(|_| Box::new(Fab::default()) as Box<dyn Policy>),
-        "arc" => std::sync::Arc::new(|n| Box::new(Arc::new(n)) as Box<dyn Policy>),
+        "lru" => Arc::new(|_| Box::new(Lru::default()) as Box<dyn Policy>),
+        "clock" => Arc::new(|_| Box::new(Clock::default()) as Box<dyn Policy>),
+        "cflru" => Arc::new(|n| Box::new(Cflru::new(n, Cflru::WINDOW)) as Box<dyn Policy>),
+        "cfdc" => Arc::new(|n| Box::new(Cfdc::new(n, Cfdc::WINDOW)) as Box<dyn Policy>),
+        "lru-wsr" => Arc::new(|_| Box::new(LruWsr::default()) as Box<dyn Policy>),
+        "fab" => Arc::new(|_| Box::new(Fab::default()) as Box<dyn Policy>),
+        "arc" => Arc::new(|n| Box::new(ArcPolicy::new(n)) as Box<dyn Policy>),
         _ => return None,
     };
     Some(f)
@@ -91,6 +91,7 @@ impl Default for Recency {
 
 impl Recency {
     fn unlink(&mut self, i: u32) {
+        debug_assert!((i as usize) < self.nodes.len(), "node {i} exists");
         let Node { prev, next, .. } = self.nodes[i as usize];
         match prev {
             NIL => self.head = next,
@@ -140,6 +141,12 @@ impl Recency {
             }
         };
         self.push_mru(i);
+        debug_assert_eq!(self.tail, i, "a touched page is the most recent");
+        debug_assert_eq!(
+            self.slot.len() + self.free.len(),
+            self.nodes.len(),
+            "every node is used or free"
+        );
     }
     /// True if `page` was there.
     pub fn remove(&mut self, page: PageId) -> bool {
@@ -147,6 +154,10 @@ impl Recency {
             Some(i) => {
                 self.unlink(i);
                 self.free.push(i);
+                debug_assert!(
+                    self.slot.is_empty() == (self.head == NIL),
+                    "an empty list has no head"
+                );
                 true
             }
             None => false,

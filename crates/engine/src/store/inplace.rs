@@ -15,8 +15,9 @@ use std::collections::BTreeMap;
 
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u32_at, u64_at};
 use crate::options::StoreKind;
 use crate::page::{Page, PageId};
 
@@ -40,6 +41,10 @@ impl InPlace {
     /// A store over `[start, start+len)`; on program-once devices the last
     /// two erase units of `unit` bytes are scratch.
     pub fn new(start: u64, len: u64, page_size: usize, unit: u64, program_once: bool) -> InPlace {
+        assert!(
+            page_size > 0 && unit >= page_size as u64,
+            "a unit holds a page"
+        );
         let (len, scratch) = if program_once && len >= 3 * unit {
             let s = start + len - 2 * unit;
             (len - 2 * unit, Some([s, s + unit]))
@@ -59,6 +64,7 @@ impl InPlace {
     }
 
     fn offset(&self, id: PageId) -> u64 {
+        debug_assert!(id < self.max_pages(), "page {id} lies in the region");
         self.start + id * self.page_size as u64
     }
 
@@ -71,6 +77,17 @@ impl InPlace {
     /// With a log, the new unit image is first staged in a scratch unit.
     fn rewrite(&mut self, disk: &mut Disk, base: u64, pages: &[(u64, Vec<u8>)]) -> Result<()> {
         let ps = self.page_size as u64;
+        assert_eq!(
+            (base - self.start) % self.unit,
+            0,
+            "a rewrite is of a whole unit"
+        );
+        assert!(
+            pages
+                .iter()
+                .all(|(off, img)| *off >= base && off + img.len() as u64 <= base + self.unit),
+            "every page rewritten lies in the unit at {base}"
+        );
         let mut unit = vec![0u8; self.unit as usize];
         for (i, page) in unit.chunks_mut(self.page_size).enumerate() {
             let at = base + i as u64 * ps;
@@ -121,6 +138,10 @@ impl InPlace {
                 at = off;
             }
             run.extend_from_slice(&img);
+            debug_assert!(
+                run.len() as u64 <= self.write_size.max(img.len() as u64),
+                "runs stay within the write size"
+            );
         }
         if !run.is_empty() {
             disk.write(Region::Data, at, &run)?;
@@ -209,6 +230,7 @@ impl PageStore for InPlace {
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
         let mut units: BTreeMap<u64, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
         for (id, f) in frames.iter_mut() {
+            debug_assert!(f.dirty, "page {id}: only changed pages are written");
             let off = self.offset(*id);
             let img = f.page.seal().to_vec();
             units
@@ -235,19 +257,20 @@ impl PageStore for InPlace {
 
     fn encode_state(&self, _: &mut Vec<u8>) {}
 
-    fn replay(&mut self, disk: &mut Disk, kind: u8, b: &[u8]) -> Result<()> {
+    fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()> {
+        let bad = |why| corrupt(Structure::LogRecord, Location::Record(seq), why);
         if kind != UNIT_RECORD || b.len() != 20 {
-            return Err(corrupt("unexpected log record for the in-place store"));
+            return Err(bad("not a record of the in-place store"));
         }
-        let base = u64::from_le_bytes(b[0..8].try_into().unwrap());
-        let s = u64::from_le_bytes(b[8..16].try_into().unwrap());
-        let crc = u32::from_le_bytes(b[16..20].try_into().unwrap());
+        let base = u64_at(b, 0);
+        let s = u64_at(b, 8);
+        let crc = u32_at(b, 16);
         if !self.scratch.is_some_and(|sc| sc.contains(&s))
             || base % self.unit != 0
             || base < self.start
             || base + self.unit > self.start + self.len
         {
-            return Err(corrupt("unit rewrite record out of range"));
+            return Err(bad("a unit rewrite out of range"));
         }
         let mut unit = vec![0u8; self.unit as usize];
         disk.read(Region::Meta, s, &mut unit)?;

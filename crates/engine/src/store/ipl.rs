@@ -18,8 +18,9 @@ use std::collections::BTreeSet;
 
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
-use crate::error::{corrupt, Error, Result};
+use crate::error::{bad_page, corrupt, invalid, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
+use crate::le::{u16_at, u32_at, u64_at};
 use crate::options::{IplGeometry, StoreKind, LOG_SECTOR};
 use crate::page::{Op, Page, PageId};
 
@@ -55,25 +56,12 @@ pub(crate) struct Ipl {
     stats: StoreStats,
 }
 
-fn rd64(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
-}
-
 impl Ipl {
     /// A store over `[start, start+len)`, restoring `state` from a checkpoint
     /// (empty for a new store).
     pub fn new(g: IplGeometry, start: u64, len: u64, state: &[u8]) -> Result<Ipl> {
-        if g.pages_per_unit == 0 || g.pages_per_unit > 64 || g.log_sectors > 255 {
-            return Err(Error::Options(
-                "in-page logging: 1..=64 pages and at most 255 log sectors per unit".into(),
-            ));
-        }
-        if let Some(k) = g.sectors_per_page {
-            if k == 0 || k * g.pages_per_unit > g.log_sectors {
-                return Err(Error::Options(
-                    "in-page logging: not enough log sectors for every page".into(),
-                ));
-            }
+        if let Some(why) = g.problem() {
+            return Err(invalid("store", why));
         }
         let unit_size = g.unit_size();
         let mut s = Ipl {
@@ -90,8 +78,9 @@ impl Ipl {
             stats: StoreStats::default(),
         };
         if s.phys_units < 2 {
-            return Err(Error::Options(
-                "in-page logging: region smaller than two erase units".into(),
+            return Err(invalid(
+                "max_size",
+                "the in-page-logging region is smaller than two erase units",
             ));
         }
         s.decode_state(state)?;
@@ -100,57 +89,92 @@ impl Ipl {
 
     fn decode_state(&mut self, b: &[u8]) -> Result<()> {
         let nlog = self.g.log_sectors as usize;
-        let bad = || corrupt("in-page logging state malformed");
+        let bad = |at: usize| corrupt(Structure::UnitMap, Location::Unit(at as u64), "malformed");
         if b.is_empty() {
             return Ok(());
         }
         if b.len() < 16 {
-            return Err(bad());
+            return Err(bad(0));
         }
-        self.next_gen = rd64(b, 0);
-        let n = rd64(b, 8);
+        self.next_gen = u64_at(b, 0);
+        let n = u64_at(b, 8);
         let mut pos = 16;
         let mut used = BTreeSet::new();
         for _ in 0..n {
-            let present = *b.get(pos).ok_or_else(bad)?;
+            let present = *b.get(pos).ok_or_else(|| bad(self.map.len()))?;
             pos += 1;
             if present == 0 {
                 self.map.push(None);
                 continue;
             }
             if b.len() < pos + 24 + nlog {
-                return Err(bad());
+                return Err(bad(self.map.len()));
             }
             let u = Unit {
-                phys: rd64(b, pos),
-                gen: rd64(b, pos + 8),
-                written: rd64(b, pos + 16),
+                phys: u64_at(b, pos),
+                gen: u64_at(b, pos + 8),
+                written: u64_at(b, pos + 16),
                 owners: b[pos + 24..pos + 24 + nlog].to_vec(),
             };
             pos += 24 + nlog;
             if u.phys >= self.phys_units
                 || !used.insert(u.phys)
+                || u.gen >= self.next_gen
+                || u.written.checked_shr(self.ppu as u32).unwrap_or(0) != 0
                 || u.owners.iter().any(|&o| u64::from(o) > self.ppu)
             {
-                return Err(bad());
+                return Err(bad(self.map.len()));
             }
             self.map.push(Some(u));
         }
         if pos != b.len() || self.map.len() as u64 > self.phys_units {
-            return Err(bad());
+            return Err(bad(self.map.len()));
         }
         self.fresh = used.last().map_or(0, |u| u + 1);
         self.free = (0..self.fresh).filter(|p| !used.contains(p)).collect();
+        if !self.consistent() {
+            return Err(bad(self.map.len()));
+        }
         Ok(())
     }
 
-    fn replay_switch_record(&mut self, b: &[u8]) -> Result<()> {
+    /// Whether the erase-unit map holds together: every mapped unit a
+    /// distinct physical unit below `fresh` that is not free, of an issued
+    /// generation, its bits and log sectors naming pages of the unit that
+    /// were written; the free units and the mapped ones together exactly
+    /// the units below `fresh`.
+    fn consistent(&self) -> bool {
+        let mut seen = BTreeSet::new();
+        let units_ok = self.map.iter().flatten().all(|u| {
+            let slots = u.written.checked_shr(self.ppu as u32).unwrap_or(0) == 0;
+            let owners = u
+                .owners
+                .iter()
+                .all(|&o| o == 0 || u64::from(o) <= self.ppu && u.written & (1 << (o - 1)) != 0);
+            u.phys < self.fresh
+                && seen.insert(u.phys)
+                && !self.free.contains(&u.phys)
+                && u.gen < self.next_gen
+                && slots
+                && owners
+                && u.owners.len() == self.g.log_sectors as usize
+        });
+        let free_ok = self.free.iter().all(|&p| p < self.fresh);
+        units_ok
+            && free_ok
+            && seen.len() + self.free.len() == self.fresh as usize
+            && self.fresh <= self.phys_units
+    }
+
+    /// Replays map switch record `seq`.
+    fn replay_switch_record(&mut self, b: &[u8], seq: u64) -> Result<()> {
+        let bad = |why| corrupt(Structure::LogRecord, Location::Record(seq), why);
         if b.len() != 32 {
-            return Err(corrupt("map switch record malformed"));
+            return Err(bad("a map switch of the wrong length"));
         }
-        let (l, phys, gen, written) = (rd64(b, 0), rd64(b, 8), rd64(b, 16), rd64(b, 24));
+        let (l, phys, gen, written) = (u64_at(b, 0), u64_at(b, 8), u64_at(b, 16), u64_at(b, 24));
         if l >= self.phys_units || phys >= self.phys_units {
-            return Err(corrupt("map switch record out of range"));
+            return Err(bad("a map switch out of range"));
         }
         if self.map.len() <= l as usize {
             self.map.resize(l as usize + 1, None);
@@ -166,6 +190,9 @@ impl Ipl {
         }
         self.take(phys);
         self.next_gen = self.next_gen.max(gen + 1);
+        if !self.consistent() {
+            return Err(bad("a map switch that breaks the map"));
+        }
         Ok(())
     }
 
@@ -202,7 +229,7 @@ impl Ipl {
     /// Reads page `slot` of `u` and applies its log sectors.
     fn read_merged(&mut self, disk: &mut Disk, u: &Unit, id: PageId, slot: u64) -> Result<Page> {
         if u.written & (1 << slot) == 0 {
-            return Err(corrupt(format!("page {id} was never written")));
+            return Err(bad_page(id, "never written, yet reached"));
         }
         let mut buf = vec![0u8; self.ps].into_boxed_slice();
         disk.read(Region::Data, self.page_off(u.phys, slot), &mut buf)?;
@@ -235,12 +262,10 @@ impl Ipl {
     ) -> Result<Page> {
         let mut page = Page::from_bytes(image, id)?;
         if page.gen() != u.gen {
-            return Err(corrupt(format!(
-                "page {id}: stale copy from an earlier use of its unit"
-            )));
+            return Err(bad_page(id, "a stale copy from an earlier use of its unit"));
         }
         for sec in logs {
-            let ops = parse_log_sector(sec, u.gen, slot)?;
+            let ops = parse_log_sector(sec, u.gen, slot, id)?;
             for op in &ops {
                 page.apply(op)?;
             }
@@ -275,12 +300,17 @@ impl Ipl {
 
     /// Marks physical unit `phys` used.
     fn take(&mut self, phys: u64) {
+        assert!(phys < self.phys_units, "unit {phys} of {}", self.phys_units);
         if phys >= self.fresh {
             self.free.extend(self.fresh..phys);
             self.fresh = phys + 1;
         } else {
             self.free.remove(&phys);
         }
+        debug_assert!(
+            !self.free.contains(&phys) && phys < self.fresh,
+            "unit {phys} in use"
+        );
     }
 
     fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
@@ -307,6 +337,13 @@ impl Ipl {
         slot: u64,
         page: &mut Page,
     ) -> Result<()> {
+        assert!(slot < self.ppu, "slot {slot} of {}", self.ppu);
+        assert_eq!(
+            page.id() % self.ppu,
+            slot,
+            "page {} belongs in slot {slot}",
+            page.id()
+        );
         page.set_gen(gen);
         let off = self.page_off(phys, slot);
         disk.write(Region::Data, off, page.seal())?;
@@ -319,6 +356,7 @@ impl Ipl {
     fn merge(&mut self, disk: &mut Disk, l: usize, frames: &mut [(PageId, Frame)]) -> Result<()> {
         let old = self.unit(l).cloned().expect("merge of a mapped unit");
         let phys = self.alloc(disk)?;
+        assert_ne!(phys, old.phys, "a merge moves the unit out of place");
         let gen = self.next_gen;
         self.next_gen += 1;
         let mut written = 0u64;
@@ -353,6 +391,12 @@ impl Ipl {
         for (_, f) in frames.iter_mut() {
             f.clean();
         }
+        debug_assert_eq!(
+            written & old.written,
+            old.written,
+            "a merge keeps every page of unit {l}"
+        );
+        debug_assert!(self.consistent(), "the unit map after merging unit {l}");
         Ok(())
     }
 }
@@ -381,16 +425,17 @@ impl Ipl {
     }
 }
 
-/// Decodes a log sector of page `slot` in a unit of generation `gen`.
-pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64) -> Result<Vec<Op>> {
+/// Decodes a log sector of page `id`, slot `slot` in a unit of generation `gen`.
+pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64, id: PageId) -> Result<Vec<Op>> {
+    let bad = |why| corrupt(Structure::LogSector, Location::Page(id), why);
     if sec.len() < LOG_HDR {
-        return Err(corrupt("log sector truncated"));
+        return Err(bad("shorter than its header"));
     }
-    if u32::from_le_bytes(sec[0..4].try_into().unwrap()) != crc32c::crc32c(&sec[4..]) {
-        return Err(corrupt("log sector checksum mismatch"));
+    if u32_at(sec, 0) != crc32c::crc32c(&sec[4..]) {
+        return Err(bad("checksum mismatch"));
     }
     if sec[5] != LOG_KIND {
-        return Err(corrupt("not a log sector"));
+        return Err(bad("not a log sector"));
     }
     if sec[4] != LOG_VERSION {
         return Err(Error::Version {
@@ -399,18 +444,24 @@ pub(crate) fn parse_log_sector(sec: &[u8], gen: u64, slot: u64) -> Result<Vec<Op
             expected: LOG_VERSION,
         });
     }
-    let n = u16::from_le_bytes([sec[6], sec[7]]) as usize;
-    let len = u16::from_le_bytes([sec[18], sec[19]]) as usize;
-    if rd64(sec, 8) != gen || u64::from(u16::from_le_bytes([sec[16], sec[17]])) != slot {
-        return Err(corrupt("log sector belongs to another page"));
+    let n = usize::from(u16_at(sec, 6));
+    let len = usize::from(u16_at(sec, 18));
+    if u64_at(sec, 8) != gen || u64::from(u16_at(sec, 16)) != slot {
+        return Err(bad("it belongs to another page"));
     }
     if LOG_HDR + len > sec.len() {
-        return Err(corrupt("log sector length out of range"));
+        return Err(bad("length out of range"));
     }
-    Op::decode_all(&sec[LOG_HDR..LOG_HDR + len], n)
+    Op::decode_all(&sec[LOG_HDR..LOG_HDR + len], n).map_err(bad)
 }
 
 fn build_log_sector(gen: u64, slot: u64, f: &Frame) -> Vec<u8> {
+    assert!(
+        !f.log.is_empty() && f.log.len() <= LOG_SECTOR as usize - LOG_HDR,
+        "page {}: a log of {} bytes fills one sector",
+        f.page.id(),
+        f.log.len()
+    );
     let mut sec = vec![0u8; LOG_SECTOR as usize];
     sec[4] = LOG_VERSION;
     sec[5] = LOG_KIND;
@@ -421,6 +472,12 @@ fn build_log_sector(gen: u64, slot: u64, f: &Frame) -> Vec<u8> {
     sec[LOG_HDR..LOG_HDR + f.log.len()].copy_from_slice(&f.log);
     let c = crc32c::crc32c(&sec[4..]);
     sec[0..4].copy_from_slice(&c.to_le_bytes());
+    debug_assert!(
+        parse_log_sector(&sec, gen, slot, f.page.id())
+            .is_ok_and(|ops| ops.len() == usize::from(f.records)),
+        "a log sector reads back as its {} records",
+        f.records
+    );
     sec
 }
 
@@ -463,7 +520,7 @@ impl PageStore for Ipl {
         let u = self
             .unit(l)
             .cloned()
-            .ok_or_else(|| corrupt(format!("page {id}: its erase unit was never written")))?;
+            .ok_or_else(|| bad_page(id, "its erase unit was never written"))?;
         self.read_merged(disk, &u, id, slot)
     }
 
@@ -522,6 +579,10 @@ impl PageStore for Ipl {
         }
         if self.unit(l).is_none() {
             let phys = self.alloc(disk)?;
+            debug_assert!(
+                self.map.iter().flatten().all(|u| u.phys != phys),
+                "unit {phys} is free"
+            );
             if self.map.len() <= l {
                 self.map.resize(l + 1, None);
             }
@@ -535,6 +596,7 @@ impl PageStore for Ipl {
         }
         for (id, f) in frames.iter_mut() {
             let slot = *id % self.ppu;
+            assert_eq!(self.split(*id).0, l, "a write group is of one erase unit");
             let u = self.unit(l).cloned().expect("mapped");
             if u.written & (1 << slot) == 0 {
                 self.write_page(disk, u.phys, u.gen, slot, &mut f.page)?;
@@ -559,6 +621,7 @@ impl PageStore for Ipl {
     }
 
     fn encode_state(&self, out: &mut Vec<u8>) {
+        let from = out.len();
         out.extend_from_slice(&self.next_gen.to_le_bytes());
         out.extend_from_slice(&(self.map.len() as u64).to_le_bytes());
         for u in &self.map {
@@ -573,19 +636,31 @@ impl PageStore for Ipl {
                 }
             }
         }
+        debug_assert!(
+            Ipl::new(
+                self.g,
+                self.start,
+                self.phys_units * self.unit_size,
+                &out[from..]
+            )
+            .is_ok_and(|back| back.map == self.map && back.next_gen == self.next_gen),
+            "the erase-unit map decodes to itself"
+        );
     }
 
     fn stats(&self) -> StoreStats {
         self.stats
     }
 
-    fn replay(&mut self, _: &mut Disk, kind: u8, b: &[u8]) -> Result<()> {
+    fn replay(&mut self, _: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()> {
         if kind != SWITCH_RECORD {
             return Err(corrupt(
-                "unexpected log record for the in-page-logging store",
+                Structure::LogRecord,
+                Location::Record(seq),
+                "not a record of the in-page-logging store",
             ));
         }
-        self.replay_switch_record(b)
+        self.replay_switch_record(b, seq)
     }
 }
 
@@ -606,7 +681,7 @@ mod tests {
                 let c = crc32c::crc32c(&b[4..]);
                 b[0..4].copy_from_slice(&c.to_le_bytes());
             }
-            let _ = parse_log_sector(&b, 9, 1);
+            let _ = parse_log_sector(&b, 9, 1, 1);
         }
 
         #[test]

@@ -85,6 +85,6 @@ pub(crate) trait PageStore: Send + Sync {
     /// State to persist in a checkpoint.
     fn encode_state(&self, out: &mut Vec<u8>);
     fn stats(&self) -> StoreStats;
-    /// Replays a record the store logged through [`Disk::journal`].
-    fn replay(&mut self, disk: &mut Disk, kind: u8, b: &[u8]) -> Result<()>;
+    /// Replays record `seq`, one the store logged through [`Disk::journal`].
+    fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()>;
 }

@@ -23,11 +23,10 @@ fn load(
     size: Size,
     seed: u64,
 ) -> Result<(Devices, u64), LabError> {
-    let opts = Options {
-        page_size: PAGE,
-        ..Options::default()
-    }
-    .buffer_pages(1 << 16);
+    let opts = Options::builder()
+        .page_size(PAGE)
+        .buffer_pages(1 << 16)
+        .build()?;
     let db = match log {
         Some(log) => Db::open_with_log(dev, log, opts)?,
         None => Db::open(dev, opts)?,
@@ -130,7 +129,7 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
         _ => (Box::new(home), None),
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
-    let opts = Options::default().buffer_pages(buffer).sync(true);
+    let opts = Options::builder().buffer_pages(buffer).sync(true).build()?;
     let db = match log {
         Some(log) => Db::open_with_log(top, log, opts)?,
         None => Db::open(top, opts)?,

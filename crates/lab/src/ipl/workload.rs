@@ -63,14 +63,19 @@ pub struct Bed {
 impl Bed {
     pub fn open(&self) -> Result<Db, LabError> {
         let dev = flashkv_device::presets::open(self.device)?;
-        let mut o = Options::default()
+        // Seed 001's setting: the index in memory, no write-ahead log.
+        let mut o = Options::builder()
             .store(self.store)
             .buffer_pages(self.buffer_pages)
-            .index_in_memory(true)
-            .wal(false)
+            .lab(flashkv_engine::LabOptions {
+                wal: false,
+                index_in_memory: true,
+            })
             .max_size(REGION);
-        o.page_size = self.page_size;
-        Ok(Db::open(Box::new(dev), o)?)
+        if self.store == StoreKind::InPlace {
+            o = o.page_size(self.page_size);
+        }
+        Ok(Db::open(Box::new(dev), o.build()?)?)
     }
 }
 

@@ -3,10 +3,15 @@
 use std::collections::BTreeSet;
 use std::ops::Bound::{Excluded, Included};
 
-use flashkv_engine::{Db, Result, WriteBatch};
+use flashkv_engine::{Db, WriteBatch};
 use rand::{rngs::SmallRng, Rng};
 
 use super::{add_field, field, key, last_id, nurand, row, set_field, Scale, Table, DISTRICTS};
+use crate::lab::LabError;
+
+/// What a transaction fails with: the engine's errors, or a row the load
+/// should have written and did not.
+type Result<T> = std::result::Result<T, LabError>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -51,8 +56,10 @@ impl Kind {
     }
 }
 
+/// A row the load wrote: missing, the data and the transactions disagree.
 fn get(db: &Db, k: &[u8]) -> Result<Vec<u8>> {
-    db.get(k)?.ok_or(flashkv_engine::Error::NotFound)
+    db.get(k)?
+        .ok_or_else(|| LabError::Data(format!("TPC-C row {k:02x?} is missing")))
 }
 
 fn customer(s: Scale, rng: &mut SmallRng) -> u32 {
@@ -109,7 +116,7 @@ fn new_order(db: &Db, s: Scale, rng: &mut SmallRng, w: u32, d: u32) -> Result<()
         &key(Table::OrderByCustomer, &[w, d, c, o]),
         &row(Table::OrderByCustomer, &[]),
     );
-    db.write(b)
+    Ok(db.write(b)?)
 }
 
 fn payment(db: &Db, s: Scale, rng: &mut SmallRng, w: u32, d: u32) -> Result<()> {
@@ -131,7 +138,7 @@ fn payment(db: &Db, s: Scale, rng: &mut SmallRng, w: u32, d: u32) -> Result<()> 
         &key(Table::History, &[w, d, c, h]),
         &row(Table::History, &[amount]),
     );
-    db.write(b)
+    Ok(db.write(b)?)
 }
 
 fn order_status(db: &Db, s: Scale, rng: &mut SmallRng, w: u32, d: u32) -> Result<()> {
@@ -154,7 +161,7 @@ fn order_lines(db: &Db, w: u32, d: u32, o: u32) -> Result<Vec<(Vec<u8>, Vec<u8>)
         key(Table::OrderLine, &[w, d, o]),
         key(Table::OrderLine, &[w, d, o + 1]),
     );
-    db.scan((Included(&lo[..]), Excluded(&hi[..])))
+    Ok(db.scan((Included(&lo[..]), Excluded(&hi[..])))?)
 }
 
 /// Delivers the oldest new order of every district of `w`, in one batch.
@@ -191,7 +198,7 @@ fn delivery(db: &Db, w: u32, carrier: i64) -> Result<()> {
         add_field(&mut cust, 2, 1);
         b.put(&ck, &cust);
     }
-    db.write(b)
+    Ok(db.write(b)?)
 }
 
 /// Reads the stock of the distinct items of the district's last 20 orders
