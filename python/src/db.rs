@@ -72,15 +72,21 @@ fn options(
             flashkv_engine::POLICY_NAMES.join(", ")
         ))
     })?;
-    let mut o = Options::default().policy(policy).wal(wal).sync(sync);
+    let lab = flashkv_engine::LabOptions {
+        wal,
+        ..flashkv_engine::LabOptions::default()
+    };
+    let mut o = Options::builder().policy(policy).sync(sync).lab(lab);
     if let Some(n) = buffer_pages {
         o = o.buffer_pages(n);
     }
     if let Some(m) = max_size {
         o = o.max_size(nonzero_size("max_size", m)?);
     }
-    o.store = store.map(store_kind).transpose()?;
-    Ok(o)
+    if let Some(kind) = store.map(store_kind).transpose()? {
+        o = o.store(kind);
+    }
+    o.build().map_err(errors::engine)
 }
 
 #[pymethods]

@@ -50,14 +50,14 @@ pub fn device(e: DeviceError) -> PyErr {
 pub fn engine(e: EngineError) -> PyErr {
     let class = match &e {
         EngineError::Device(d) => device_class(d),
-        EngineError::Corrupt(_) | EngineError::Version { .. } => "Corrupt",
+        EngineError::Corrupt { .. } | EngineError::Version { .. } => "Corrupt",
         EngineError::NotAStore
         | EngineError::NotAStoreFile { .. }
         | EngineError::NoStore { .. } => "NotAStore",
         EngineError::Locked { .. } => "StoreLocked",
         EngineError::KeyTooLarge { .. }
         | EngineError::ValueTooLarge { .. }
-        | EngineError::Options(_)
+        | EngineError::InvalidOption { .. }
         | EngineError::StoreMismatch { .. } => "InvalidInput",
         _ => "StoreError",
     };
