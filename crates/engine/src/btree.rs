@@ -1121,6 +1121,7 @@ impl Tree<'_> {
                 return Ok(0.0);
             }
             if b > a {
+                debug_assert!(b < children, "child {b} of {children}");
                 return Ok(share * (b - a + 1) as f64 / children as f64);
             }
             share /= children as f64;
@@ -1162,7 +1163,10 @@ impl Tree<'_> {
             }
         }
         match r.leaves.remove(&id) {
-            Some(p) => Ok(Cow::Owned(p)),
+            Some(p) => {
+                debug_assert!(p.kind() == Kind::Leaf && p.id() == id, "a run's leaf {id}");
+                Ok(Cow::Owned(p))
+            }
             None => Ok(Cow::Borrowed(self.page(id)?)),
         }
     }

@@ -336,6 +336,7 @@ impl BufferPool {
             self.stats.misses += 1;
             self.make_room(store, disk)?;
             let page = store.read(disk, id)?;
+            debug_assert_eq!(page.id(), id, "a page store reads the page asked for");
             self.insert(id, page, false, false);
         }
         Ok(self.frames.get_mut(&id).expect("resident"))
@@ -619,6 +620,7 @@ impl BufferPool {
         } else {
             self.stats.clean_evictions += 1;
         }
+        debug_assert!(!self.dirty.contains(&victim), "page {victim} leaves clean");
         self.remove(victim);
         Ok(true)
     }

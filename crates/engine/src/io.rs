@@ -212,6 +212,10 @@ impl Disk {
         };
         log.flush_at(now)?;
         self.log_durable();
+        debug_assert!(
+            self.synced == self.logged,
+            "every record appended is durable"
+        );
         Ok(())
     }
 
@@ -221,7 +225,12 @@ impl Disk {
         let Some(mut wal) = self.journal.take() else {
             return Ok(());
         };
+        let before = self.logged;
         let r = wal.append(self, kind, payload);
+        debug_assert!(
+            r.is_err() || self.logged == before + 1,
+            "an append counts one record"
+        );
         self.journal = Some(wal);
         r
     }
@@ -239,7 +248,9 @@ impl Disk {
         });
         self.journal = Some(wal);
         r?;
-        self.flush()
+        self.flush()?;
+        debug_assert!(self.synced == self.logged, "a journalled record is durable");
+        Ok(())
     }
 
     /// Makes the log durable up to record `lsn` (a count of appends).

@@ -28,6 +28,7 @@ pub(crate) fn new_id() -> u64 {
 pub(crate) fn write_header(disk: &mut Disk, id: u64) -> Result<()> {
     debug_assert_ne!(id, 0, "0 means the log is on the store's device");
     let mut buf = vec![0u8; disk.log_geo.sector_size as usize];
+    assert!(buf.len() >= BYTES, "a sector holds the header");
     buf[0..8].copy_from_slice(&MAGIC.to_le_bytes());
     buf[8] = VERSION;
     buf[9..17].copy_from_slice(&id.to_le_bytes());
@@ -44,6 +45,7 @@ pub(crate) fn write_header(disk: &mut Disk, id: u64) -> Result<()> {
 /// Checks that the log device carries the header of store `id`.
 pub(crate) fn check_header(disk: &mut Disk, id: u64) -> Result<()> {
     let mut buf = vec![0u8; disk.log_geo.sector_size as usize];
+    assert!(buf.len() >= BYTES, "a sector holds the header");
     disk.read(Region::Wal, 0, &mut buf)?;
     if u64_at(&buf, 0) != MAGIC {
         return Err(Error::WrongLogDevice(

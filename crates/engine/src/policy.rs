@@ -73,7 +73,8 @@ impl Policy for Lru {
         self.order.touch(page)
     }
     fn forget(&mut self, page: PageId) {
-        self.order.remove(page);
+        let was = self.order.remove(page);
+        debug_assert!(was, "page {page} was admitted");
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
         self.order.iter().find(|&p| frames.evictable(p))

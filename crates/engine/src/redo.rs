@@ -233,6 +233,7 @@ fn decode_entries(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<Entry>> {
     if !rest.is_empty() {
         return Err(bad(seq, "a record longer than its entries"));
     }
+    debug_assert_eq!(entries.len(), n, "one entry per count");
     Ok(entries)
 }
 

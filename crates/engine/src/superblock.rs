@@ -92,6 +92,7 @@ impl Reader<'_> {
 /// Whether `head` is what a write of a superblock over zeros leaves when
 /// torn inside its magic: a proper prefix of the magic, then zeros.
 fn torn_magic(head: &[u8]) -> bool {
+    debug_assert!(head.len() >= 8, "a sector holds the magic");
     let magic = MAGIC.to_le_bytes();
     let k = head.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     k < magic.len() && head[..k] == magic[..k]
@@ -292,6 +293,7 @@ impl Checkpoint {
     }
 
     fn parse(disk: &mut Disk, off: u64, slot_len: u64, head: Vec<u8>) -> Result<Checkpoint> {
+        assert!(head.len() >= HDR, "a sector holds the slot header");
         let bad = |why| corrupt(Structure::Checkpoint, Location::Offset(off), why);
         if u64_at(&head, 0) != MAGIC {
             return Err(Error::NotAStore);

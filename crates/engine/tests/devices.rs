@@ -79,7 +79,7 @@ fn seed_style_counts_on_raw_nand() {
         }
         let load = db.stats();
         assert_eq!(load.data_io.reads, 0, "{kind:?}");
-        assert!(load.data_io.erases <= 1, "{kind:?}: {:?}", load.data_io);
+        assert_eq!(load.data_io.erases, 1, "{kind:?}: {:?}", load.data_io);
         for i in 0..2000u32 {
             let k = u64::from(i.wrapping_mul(2654435761) % 1000).to_be_bytes();
             if i % 2 == 0 {
@@ -93,16 +93,13 @@ fn seed_style_counts_on_raw_nand() {
         assert_eq!(s.wal_io.writes, 0);
         erases.push(s.data_io.erases - load.data_io.erases);
     }
-    assert!(
-        erases[0] >= 990,
-        "in-place: {} erases for 1000 updates",
-        erases[0]
-    );
-    assert!(
-        erases[1] * 4 < erases[0],
-        "erases in-place {} vs ipl {}",
-        erases[0],
-        erases[1]
+    // In place, every update of a programmed page is a read-erase-rewrite
+    // of its unit (seed 001's 10.46 ms); in-page logging erases only when a
+    // unit's log sectors run out. The simulation is deterministic: exact.
+    assert_eq!(
+        erases,
+        [1000, 126],
+        "erases for 1000 updates: in place, ipl"
     );
 }
 

@@ -538,6 +538,7 @@ impl Db {
         let mut c = self.lock()?;
         let pairs = c.read(|t| t.scan(bounds.0, bounds.1, reverse, limit))?;
         drop(c);
+        debug_assert!(pairs.len() <= limit, "a scan stops at its limit");
         for (k, v) in &pairs {
             f(k, v);
         }

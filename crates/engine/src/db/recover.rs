@@ -149,5 +149,6 @@ fn decode_batch_images(b: &[u8], ps: usize, seq: u64) -> Result<Decoded> {
             Page::from_bytes(img.into(), id)
         })
         .collect::<Result<Vec<_>>>()?;
+    debug_assert!(pages.len() == n, "a batch of {n} images holds {n} pages");
     Ok((Some(meta), images(pages)))
 }

@@ -45,11 +45,13 @@ impl Policy for Cflru {
         self.lru.touch(page);
     }
     fn forget(&mut self, page: PageId) {
-        self.lru.remove(page);
+        let was = self.lru.remove(page);
+        debug_assert!(was, "page {page} was admitted");
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
         let mut candidates = self.lru.iter().filter(|&p| frames.evictable(p));
         let mut first = None;
+        debug_assert!(self.window >= 1, "the clean-first region holds a frame");
         for p in candidates.by_ref().take(self.window) {
             if frames.info(p).is_some_and(|i| !i.dirty) {
                 return Some(p);

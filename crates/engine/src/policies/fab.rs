@@ -62,16 +62,23 @@ impl Policy for Fab {
         self.lru.touch(page);
     }
     fn forget(&mut self, page: PageId) {
-        self.lru.remove(page);
+        let was = self.lru.remove(page);
+        debug_assert!(was, "page {page} was admitted");
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
         if let Some(p) = self.block.and_then(|u| self.page_of(u, frames)) {
             return Some(p);
         }
         self.block = self.pick_block(frames);
-        self.page_of(self.block?, frames)
+        let p = self.page_of(self.block?, frames);
+        debug_assert!(p.is_some(), "the block picked holds an evictable page");
+        p
     }
     fn write_group(&mut self, victim: FrameInfo, frames: &dyn FrameView) -> Vec<PageId> {
+        debug_assert!(
+            self.block == Some(victim.unit),
+            "FAB empties the block it picked"
+        );
         frames.dirty_in_unit(victim.unit)
     }
 }

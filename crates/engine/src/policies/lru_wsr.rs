@@ -31,8 +31,13 @@ impl Policy for LruWsr {
         self.cold.remove(&page);
     }
     fn forget(&mut self, page: PageId) {
-        self.lru.remove(page);
+        let was = self.lru.remove(page);
+        debug_assert!(was, "page {page} was admitted");
         self.cold.remove(&page);
+        debug_assert!(
+            self.cold.len() <= self.lru.len(),
+            "only resident pages are cold"
+        );
     }
     fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
         // Two passes at most: the first flags every hot dirty page it passes.
@@ -46,10 +51,15 @@ impl Policy for LruWsr {
                 !hot_dirty
             });
             for p in passed {
-                self.cold.insert(p);
+                let flagged = self.cold.insert(p);
+                debug_assert!(flagged, "a page passed was hot");
                 self.lru.touch(p);
             }
             if found.is_some() {
+                debug_assert!(
+                    found.is_some_and(|p| frames.evictable(p)),
+                    "LRU-WSR picks an evictable page"
+                );
                 return found;
             }
         }

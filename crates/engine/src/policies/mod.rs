@@ -179,6 +179,10 @@ impl Recency {
         })
     }
     pub fn lru(&self) -> Option<PageId> {
+        debug_assert!(
+            (self.head == NIL) == self.slot.is_empty(),
+            "a list has a head iff it has pages"
+        );
         self.nodes.get(self.head as usize).map(|n| n.page)
     }
 }

@@ -195,6 +195,7 @@ impl PageStore for InPlace {
     }
 
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
+        debug_assert!(id < self.max_pages(), "page {id} lies in the region");
         let mut buf = vec![0u8; self.page_size].into_boxed_slice();
         disk.read(Region::Data, self.offset(id), &mut buf)?;
         self.stats.page_reads += 1;
@@ -207,6 +208,7 @@ impl PageStore for InPlace {
 
     fn read_run(&mut self, disk: &mut Disk, first: PageId, n: u64) -> Result<Vec<Page>> {
         let n = n.min(self.max_pages().saturating_sub(first));
+        debug_assert!(n > 0, "a run holds a page of the region");
         let mut buf = vec![0u8; n as usize * self.page_size];
         disk.read(Region::Data, self.offset(first), &mut buf)?;
         self.stats.run_reads += 1;

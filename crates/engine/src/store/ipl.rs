@@ -197,12 +197,17 @@ impl Ipl {
     }
 
     fn unit_off(&self, phys: u64) -> u64 {
+        debug_assert!(phys < self.phys_units, "unit {phys} of {}", self.phys_units);
         self.start + phys * self.unit_size
     }
     fn page_off(&self, phys: u64, slot: u64) -> u64 {
         self.unit_off(phys) + slot * self.ps as u64
     }
     fn log_off(&self, phys: u64, sector: usize) -> u64 {
+        debug_assert!(
+            sector < self.g.log_sectors as usize,
+            "log sector {sector} of the unit"
+        );
         self.unit_off(phys) + self.ppu * self.ps as u64 + sector as u64 * u64::from(LOG_SECTOR)
     }
     fn split(&self, id: PageId) -> (usize, u64) {
@@ -221,6 +226,7 @@ impl Ipl {
     }
 
     fn free_sector(&self, disk: &Disk, u: &Unit, slot: u64) -> Option<usize> {
+        debug_assert!(u.written & (1 << slot) != 0, "only a written page logs");
         self.sectors_of(slot).find(|&i| {
             u.owners[i] == 0 && !disk.programmed(self.log_off(u.phys, i), u64::from(LOG_SECTOR))
         })
@@ -228,6 +234,10 @@ impl Ipl {
 
     /// Reads page `slot` of `u` and applies its log sectors.
     fn read_merged(&mut self, disk: &mut Disk, u: &Unit, id: PageId, slot: u64) -> Result<Page> {
+        debug_assert!(
+            slot < self.ppu && id % self.ppu == slot,
+            "page {id} is slot {slot}"
+        );
         if u.written & (1 << slot) == 0 {
             return Err(bad_page(id, "never written, yet reached"));
         }
@@ -546,6 +556,10 @@ impl PageStore for Ipl {
             }
         }
         pages.retain(|p| (first..first + n).contains(&p.id()));
+        debug_assert!(
+            pages.windows(2).all(|w| w[0].id() != w[1].id()),
+            "each page once"
+        );
         self.stats.run_pages += pages.len() as u64;
         Ok(pages)
     }
