@@ -26,6 +26,7 @@ from ._native import (
     replay,
     run_point,
 )
+from . import errors as _errors
 from .errors import (
     Corrupt,
     DeviceError,
@@ -59,17 +60,4 @@ __all__ = [
     "grid_points",
     "sweep",
     "to_frame",
-    "Error",
-    "InvalidInput",
-    "UnknownPreset",
-    "SpecError",
-    "MisalignedIO",
-    "OutOfRange",
-    "TraceError",
-    "DeviceError",
-    "StoreError",
-    "NotAStore",
-    "StoreLocked",
-    "Corrupt",
-    "LabError",
-]
+] + _errors.__all__

@@ -9,8 +9,15 @@ use flashkv_engine::{Db, IplGeometry, Options, StoreKind, WriteBatch};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn dram() -> Box<dyn flashkv_device::BlockDevice> {
-    Box::new(flashkv_device::presets::open("dram-ssd").unwrap())
+/// A `kind` store on a fresh `dram-ssd` with a pool of `frames` pages.
+fn open(kind: StoreKind, frames: usize) -> Db {
+    let dev = Box::new(flashkv_device::presets::open("dram-ssd").unwrap());
+    let opts = Options::builder()
+        .store(kind)
+        .buffer_pages(frames)
+        .build()
+        .unwrap();
+    Db::open(dev, opts).unwrap()
 }
 
 fn kinds() -> [StoreKind; 3] {
@@ -44,17 +51,7 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 #[test]
 fn ranges_match_the_model_while_a_writer_runs() {
     for kind in kinds() {
-        let db = Arc::new(
-            Db::open(
-                dram(),
-                Options::builder()
-                    .store(kind)
-                    .buffer_pages(16)
-                    .build()
-                    .unwrap(),
-            )
-            .unwrap(),
-        );
+        let db = Arc::new(open(kind, 16));
         let mut model = BTreeMap::new();
         let mut rng = SmallRng::seed_from_u64(7);
         for _ in 0..3000 {
@@ -120,15 +117,7 @@ fn ranges_match_the_model_while_a_writer_runs() {
 #[test]
 fn fifo_churn_keeps_the_page_count_bounded() {
     for kind in kinds() {
-        let db = Db::open(
-            dram(),
-            Options::builder()
-                .store(kind)
-                .buffer_pages(64)
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
+        let db = open(kind, 64);
         let live = 1000u64;
         for i in 0..live {
             db.put(&i.to_be_bytes(), &[3u8; 100]).unwrap();
@@ -155,15 +144,7 @@ fn fifo_churn_keeps_the_page_count_bounded() {
 fn deleting_everything_gives_the_pages_back() {
     for kind in kinds() {
         for batched in [false, true] {
-            let db = Db::open(
-                dram(),
-                Options::builder()
-                    .store(kind)
-                    .buffer_pages(32)
-                    .build()
-                    .unwrap(),
-            )
-            .unwrap();
+            let db = open(kind, 32);
             let mut rng = SmallRng::seed_from_u64(3);
             let mut keys: Vec<[u8; 8]> = (0..5000u64)
                 .map(|_| rng.gen::<u64>().to_be_bytes())
@@ -230,15 +211,7 @@ fn deleting_everything_gives_the_pages_back() {
 #[test]
 fn underfull_leaves_merge() {
     for kind in kinds() {
-        let db = Db::open(
-            dram(),
-            Options::builder()
-                .store(kind)
-                .buffer_pages(64)
-                .build()
-                .unwrap(),
-        )
-        .unwrap();
+        let db = open(kind, 64);
         let mut rng = SmallRng::seed_from_u64(11);
         let keys: Vec<u64> = (0..6000u64).collect();
         for k in &keys {

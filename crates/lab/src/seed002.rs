@@ -50,7 +50,7 @@ fn measure(preset: &str) -> Result<[f64; 4], LabError> {
 
 /// What the physics allows for random 4 KB at QD32: reads by the host
 /// link, writes by the dies programming in parallel (per second).
-fn bounds(preset: &str) -> Result<(f64, f64), LabError> {
+pub fn bounds(preset: &str) -> Result<(f64, f64), LabError> {
     let ModelSpec::Ftl(p) = presets::get(preset)?.model else {
         return Err(LabError::Data(format!("{preset} is not an FTL preset")));
     };

@@ -148,13 +148,6 @@ fn intel_ssds_reach_seed_002_sequential_figures_within_15_percent() {
     }
 }
 
-fn ftl_params(preset: &str) -> flashkv_device::FtlParams {
-    match presets::get(preset).unwrap().model {
-        flashkv_device::ModelSpec::Ftl(p) => p,
-        _ => unreachable!("{preset} is an FTL preset"),
-    }
-}
-
 /// Seed 002's random figures (35,000 / 3,300 and 39,000 / 21,000 per s at
 /// QD32) are below what the drives' physics allows, so they are reported,
 /// not fitted: random reads run at the SATA link's rate for 4 KB, random
@@ -163,14 +156,10 @@ fn ftl_params(preset: &str) -> flashkv_device::FtlParams {
 fn intel_ssds_random_figures_are_bound_by_the_link_and_the_dies() {
     for (preset, rr_seed, rw_seed) in [("ssd-x25m", 35000.0, 3300.0), ("ssd-320", 39000.0, 21000.0)]
     {
-        let p = ftl_params(preset);
+        let (link, programs) = flashkv_lab::seed002::bounds(preset).unwrap();
         let cap = presets::open(preset).unwrap().geometry().capacity;
         let rr = profile(preset, Pattern::RandRead, 4096, 32, 20_000, cap / 10);
         let rw = profile(preset, Pattern::RandWrite, 4096, 32, 20_000, cap / 10);
-        let link = p.host_mb_per_s * 1e6 / 4096.0;
-        let dies = f64::from(p.channels * p.dies_per_channel);
-        let page_us = p.program_us + 4096.0 / p.bus_mb_per_s;
-        let programs = dies * 1e6 / page_us;
         println!(
             "{preset}: rr {:.0}/s ({:.2} of the link's {link:.0}, {:.2}x seed 002), rw {:.0}/s ({:.2} of the dies' {programs:.0}, {:.2}x seed 002)",
             rr.iops,
