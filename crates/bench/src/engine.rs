@@ -19,8 +19,17 @@ pub trait Engine: Send {
     /// A handle for point reads, usable on another thread while other
     /// handles read too; `Err` with the reason when the engine has none.
     fn reader(&self) -> Result<Box<dyn Reader + '_>>;
+    /// A handle for durable puts, usable on another thread while other
+    /// handles write too; `Err` with the reason when the engine has none.
+    fn writer(&self) -> Result<Box<dyn Writer + '_>>;
     /// Flushes and closes the engine, so its files have their final size.
     fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Durable puts from one of several threads.
+pub trait Writer: Send {
+    /// Writes one pair on its own; returns once it is durable.
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()>;
 }
 
 /// Point and range reads.

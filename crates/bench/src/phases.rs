@@ -3,15 +3,18 @@
 
 use std::time::Instant;
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::measure::written_bytes;
-use crate::workload::{Key, Workload, BATCH_LEN, KEY_LEN, RANGE_LEN, VALUE_LEN};
+use crate::workload::{
+    Key, Workload, BATCH_LEN, KEY_LEN, RANGE_LEN, THREAD_PUTS, VALUE_LEN, WRITE_THREADS,
+};
 
 /// The phases, in the order they run.
-pub const PHASES: [&str; 7] = [
+pub const PHASES: [&str; 8] = [
     "bulk-load",
     "put-durable",
     "batch-durable",
+    "put-durable-4-threads",
     "read",
     "range",
     "delete-half",
@@ -45,6 +48,12 @@ pub fn run(engine: &mut dyn Engine, w: &Workload, mut report: impl FnMut(&str, O
                 (Ok(a), Ok(b)) => timed(None, || two_threads(a, b, w)),
                 (Err(e), _) | (_, Err(e)) => Outcome::Skipped(format!("no shared reader: {e}")),
             },
+            "put-durable-4-threads" => {
+                match (0..WRITE_THREADS).map(|_| engine.writer()).collect() {
+                    Ok(ws) => timed(Some(w.threaded.len() * PAIR), || parallel_puts(ws, w)),
+                    Err(e) => Outcome::Skipped(format!("no shared writer: {e}")),
+                }
+            }
             _ => run_one(engine, phase, w),
         };
         failed = matches!(outcome, Outcome::Failed(_));
@@ -144,6 +153,23 @@ fn two_threads(a: Box<dyn Reader + '_>, b: Box<dyn Reader + '_>, w: &Workload) -
         let tb = s.spawn(|| point_reads(b, rb, w));
         let (na, nb) = (join(ta)?, join(tb)?);
         Ok(na + nb)
+    })
+}
+
+/// Each thread makes its own `THREAD_PUTS` pairs durable one at a time.
+fn parallel_puts(writers: Vec<Box<dyn Writer + '_>>, w: &Workload) -> Result<usize> {
+    std::thread::scope(|s| {
+        let threads: Vec<_> = writers
+            .into_iter()
+            .zip(w.threaded.chunks(THREAD_PUTS))
+            .map(|(mut wr, pairs)| {
+                s.spawn(move || {
+                    pairs.iter().try_for_each(|(k, v)| wr.put(k, v))?;
+                    Ok(pairs.len())
+                })
+            })
+            .collect();
+        threads.into_iter().map(join).sum()
     })
 }
 

@@ -129,6 +129,7 @@ fn label(phase: &str) -> &'static str {
         "bulk-load" => "bulk load, one batch",
         "put-durable" => "500 individual durable puts",
         "batch-durable" => "50 durable batches of 1,000",
+        "put-durable-4-threads" => "1,000 durable puts, 4 threads",
         "read" => "random point reads",
         "range" => "10-key ranges from a random key",
         "delete-half" => "delete half the keys, one batch",

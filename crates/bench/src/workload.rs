@@ -14,6 +14,9 @@ pub const BATCH_LEN: usize = 1_000;
 pub const RANGE_LEN: usize = 10;
 /// Threads in the parallel read phase.
 pub const READ_THREADS: usize = 2;
+/// Threads in the parallel durable-put phase, and puts per thread.
+pub const WRITE_THREADS: usize = 4;
+pub const THREAD_PUTS: usize = 250;
 
 pub type Key = [u8; KEY_LEN];
 pub type Value = [u8; VALUE_LEN];
@@ -26,6 +29,8 @@ pub struct Workload {
     pub puts: Vec<(Key, Value)>,
     /// Written by the durable batches, `BATCH_LEN` at a time.
     pub batched: Vec<(Key, Value)>,
+    /// Written by the parallel durable puts, `THREAD_PUTS` per thread.
+    pub threaded: Vec<(Key, Value)>,
     /// Indexes into `loaded` for the point reads.
     pub reads: Vec<u32>,
     /// Indexes into `loaded` where the ranges start.
@@ -40,7 +45,7 @@ impl Workload {
     pub fn new(n: usize, seed: u64) -> Workload {
         assert!(n >= 2 && n <= u32::MAX as usize);
         let mut rng = SmallRng::seed_from_u64(seed);
-        let total = n + PUTS + BATCHES * BATCH_LEN;
+        let total = n + PUTS + BATCHES * BATCH_LEN + WRITE_THREADS * THREAD_PUTS;
         let mut seen = std::collections::HashSet::with_capacity(total);
         let mut pairs = Vec::with_capacity(total);
         while pairs.len() < total {
@@ -51,6 +56,7 @@ impl Workload {
                 pairs.push((k, v));
             }
         }
+        let threaded = pairs.split_off(n + PUTS + BATCHES * BATCH_LEN);
         let batched = pairs.split_off(n + PUTS);
         let puts = pairs.split_off(n);
         let idx = |rng: &mut SmallRng, lo: usize, count: usize| -> Vec<u32> {
@@ -66,6 +72,7 @@ impl Workload {
             loaded: pairs,
             puts,
             batched,
+            threaded,
             reads,
             range_starts,
             parallel_reads,
@@ -92,6 +99,7 @@ mod tests {
         assert_eq!(a.loaded.len(), 1000);
         assert_eq!(a.puts.len(), PUTS);
         assert_eq!(a.batched.len(), BATCHES * BATCH_LEN);
+        assert_eq!(a.threaded.len(), WRITE_THREADS * THREAD_PUTS);
         assert_eq!(a.range_starts.len(), 100);
         let par: usize = a.parallel_reads.iter().map(Vec::len).sum();
         assert_eq!(par, 1000);

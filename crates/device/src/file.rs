@@ -361,6 +361,16 @@ impl BlockDevice for FileDevice {
         self.geometry
     }
 
+    fn syncer(&self) -> Option<crate::Syncer> {
+        // A second handle on the same open file: fdatasync through it
+        // covers every write made through this one.
+        let file = self.file.try_clone().ok().filter(|_| !self.read_only)?;
+        let path = self.path.clone();
+        Some(std::sync::Arc::new(move || {
+            file.sync_data().map_err(|e| with_path(&path, e))
+        }))
+    }
+
     fn read_at(&mut self, _at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
         self.geometry.check(offset, buf.len() as u64)?;
         let start = self.now();

@@ -65,6 +65,10 @@ pub use store::{free_space, DataStore};
 /// Virtual time in nanoseconds.
 pub type Nanos = u64;
 
+/// Makes every write a device completed so far durable, callable from any
+/// thread without the device itself: see [`BlockDevice::syncer`].
+pub type Syncer = std::sync::Arc<dyn Fn() -> Result<()> + Send + Sync>;
+
 /// Shape of a device, all in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Geometry {
@@ -185,6 +189,15 @@ pub trait BlockDevice: Send + Sync {
         Ok(false)
     }
 
+    /// A flush that needs no `&mut self`, so a caller can make its writes
+    /// durable outside its own lock while others go on writing (group
+    /// commit). Only devices timed by the wall clock offer one: a
+    /// simulated device's flush moves its virtual clock. Default: none,
+    /// flush through [`Self::flush_at`].
+    fn syncer(&self) -> Option<Syncer> {
+        None
+    }
+
     /// Synchronous read, issued at the device's clock.
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<Completion> {
         let at = self.clock();
@@ -251,5 +264,8 @@ impl<D: BlockDevice + ?Sized> BlockDevice for Box<D> {
     }
     fn fill_sequential(&mut self, len: u64) -> Result<bool> {
         (**self).fill_sequential(len)
+    }
+    fn syncer(&self) -> Option<Syncer> {
+        (**self).syncer()
     }
 }

@@ -22,7 +22,9 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use flashkv_device::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos};
+use std::sync::Arc;
+
+use flashkv_device::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos, Syncer};
 
 use crate::error::{Error, Result};
 
@@ -51,6 +53,10 @@ pub(crate) struct StoreFile {
 
 fn io_err(path: &Path, e: io::Error) -> Error {
     Error::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+fn dev_err(path: &Path, e: io::Error) -> DeviceError {
+    DeviceError::Io(io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 /// Opens the file at `path` as a device of `capacity` bytes. Returns the
@@ -163,10 +169,7 @@ impl StoreFile {
     }
 
     fn dev_err(&self, e: io::Error) -> DeviceError {
-        DeviceError::Io(io::Error::new(
-            e.kind(),
-            format!("{}: {e}", self.path.display()),
-        ))
+        dev_err(&self.path, e)
     }
 }
 
@@ -259,6 +262,16 @@ impl BlockDevice for StoreFile {
 
     fn stats(&self) -> DeviceStats {
         self.stats.clone()
+    }
+
+    fn syncer(&self) -> Option<Syncer> {
+        // A second handle on the same open file (the lock stays with the
+        // first): fdatasync through it covers every write made through this one.
+        let file = self.file.try_clone().ok()?;
+        let path = self.path.clone();
+        Some(Arc::new(move || {
+            file.sync_data().map_err(|e| dev_err(&path, e))
+        }))
     }
 }
 

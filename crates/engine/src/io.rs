@@ -1,9 +1,12 @@
 //! The device as the engine sees it: I/O counted per region, so page-store
 //! traffic can be reported apart from the write-ahead log and checkpoints.
 
+use std::sync::Arc;
+
 use flashkv_device::{BlockDevice, DeviceError, Geometry, Nanos};
 
 use crate::error::Result;
+use crate::group::{LogSync, Mark};
 use crate::wal::Wal;
 
 /// Where on the device an operation went.
@@ -56,6 +59,9 @@ pub(crate) struct Disk {
     /// before the record holding its image is durable.
     pub logged: u64,
     synced: u64,
+    /// How far the log is durable, shared with committers that flush
+    /// outside the store's lock (group commit).
+    pub sync: Arc<LogSync>,
     /// The write-ahead log, where page stores record what must survive a
     /// crash before they destroy older data (erase-unit map switches).
     pub journal: Option<Wal>,
@@ -65,7 +71,9 @@ impl Disk {
     pub fn new(dev: Box<dyn BlockDevice>, log: Option<Box<dyn BlockDevice>>) -> Disk {
         let geo = dev.geometry();
         let log_geo = log.as_ref().map_or(geo, |l| l.geometry());
+        let syncer = log.as_ref().map_or_else(|| dev.syncer(), |l| l.syncer());
         Disk {
+            sync: Arc::new(LogSync::new(syncer)),
             dev,
             geo,
             log,
@@ -200,6 +208,28 @@ impl Disk {
         self.synced = self.logged;
         if let Some(w) = &mut self.journal {
             w.flushed();
+        }
+        self.sync.flushed();
+    }
+
+    /// A record's write completed: `seq` is its sequence number.
+    pub fn appended(&mut self, seq: u64) {
+        self.logged += 1;
+        self.sync.appended(Mark {
+            logged: self.logged,
+            seq,
+        });
+    }
+
+    /// Takes in what committers made durable outside the lock since.
+    pub fn catch_up(&mut self) {
+        let d = self.sync.durable();
+        debug_assert!(d.logged <= self.logged, "no more durable than appended");
+        if d.logged > self.synced {
+            self.synced = d.logged;
+            if let Some(w) = &mut self.journal {
+                w.durable_to(d.seq);
+            }
         }
     }
 

@@ -79,7 +79,15 @@
 //! with a single child) and a leaf whose siblings are too full stays
 //! underfull. Writes are serialised by one lock
 //! (one writer at a time); point reads and short scans of pages in the buffer pool run
-//! in parallel under a shared lock. A batch's record (page images on first
+//! in parallel under a shared lock.
+//!
+//! With [`OptionsBuilder::sync`] on a file, a commit lets the lock go
+//! before its flush and waits for a flush that covers its record (group
+//! commit): writers on several threads share flushes, and readers and the
+//! next writer run meanwhile. So a reader may see a batch whose writer has
+//! not yet been told it is durable; a crash before the flush loses that
+//! batch, which was never acknowledged. A writer's own later commits are
+//! durable only after it (the log is flushed in order). A batch's record (page images on first
 //! change, operations after) must fit half the write-ahead log
 //! ([`OptionsBuilder::wal_size`]). An in-page-logging store holds
 //! at most what its erase-unit map in a 1 MiB checkpoint slot describes
@@ -121,6 +129,7 @@ mod buffer;
 mod db;
 mod error;
 mod file;
+mod group;
 mod io;
 mod iter;
 mod le;

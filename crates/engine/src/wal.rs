@@ -142,6 +142,13 @@ impl Wal {
         self.durable = self.next_seq - 1;
     }
 
+    /// Records up to `seq` were made durable by a flush outside the
+    /// store's lock (group commit).
+    pub fn durable_to(&mut self, seq: u64) {
+        assert!(seq < self.next_seq, "durable records were appended");
+        self.durable = self.durable.max(seq);
+    }
+
     /// Bytes a record with `payload` bytes takes.
     pub fn record_len(&self, payload: usize) -> u64 {
         round_up((HDR + payload) as u64, self.sector)
@@ -210,8 +217,8 @@ impl Wal {
         );
         disk.write(Region::Wal, self.start + self.pos, &buf)?;
         self.pos += total;
+        disk.appended(self.next_seq);
         self.next_seq += 1;
-        disk.logged += 1;
         Ok(())
     }
 

@@ -42,8 +42,14 @@ fn plan(rng: &mut SmallRng, crash: Option<u64>) -> FaultPlan {
     }
 }
 
-fn fresh(nand: bool, plan: FaultPlan) -> Dev {
-    Shared::new(FaultDevice::new(MemDevice::new(geometry(nand)), plan))
+/// `grouped`: the device offers a syncer, as a file does, so durable
+/// commits are flushed outside the store's lock (group commit).
+fn fresh(nand: bool, plan: FaultPlan, grouped: bool) -> Dev {
+    let dev = FaultDevice::new(MemDevice::new(geometry(nand)), plan);
+    match grouped {
+        true => Shared::grouped(dev),
+        false => Shared::new(dev),
+    }
 }
 
 /// Loses power (if the device has not) and powers it up under `plan`.
@@ -100,18 +106,20 @@ fn case_sized(
     // Small logs make checkpoints (and recoveries that fill a log half) frequent.
     let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(nand)..3)];
     let o = opts(kind, frames, sync, wal);
+    let grouped = seed % 2 == 1;
     // A dry run counts the writes; then crash at one of them.
-    let dry = fresh(nand, plan(&mut rng, None));
+    let dry = fresh(nand, plan(&mut rng, None), grouped);
     run(
         &Db::open(Box::new(dry.clone()), o.clone()).unwrap(),
         &ops,
         sync,
     );
     let crash = rng.gen_range(0..=dry.with(|d| d.counts().1));
-    let dev = fresh(nand, plan(&mut rng, Some(crash)));
+    let dev = fresh(nand, plan(&mut rng, Some(crash)), grouped);
     let (states, durable, crashed) = run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
-    let what =
-        format!("{kind:?} nand={nand} frames={frames} sync={sync} crash after write {crash}");
+    let what = format!(
+        "{kind:?} nand={nand} frames={frames} sync={sync} grouped={grouped} crash after write {crash}"
+    );
     let mut dev = dev;
     if rng.gen_bool(0.5) {
         // Lose power again while recovering.
@@ -211,9 +219,11 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
     let open = |data: &Dev, log: &Dev| {
         Db::open_with_log(Box::new(data.clone()), Box::new(log.clone()), o.clone())
     };
+    // Odd seeds flush the log outside the lock (group commit).
+    let g = seed % 2 == 1;
     let (dry, dry_log) = (
-        fresh(nand, plan(&mut rng, None)),
-        fresh(log_nand, plan(&mut rng, None)),
+        fresh(nand, plan(&mut rng, None), false),
+        fresh(log_nand, plan(&mut rng, None), g),
     );
     run(&open(&dry, &dry_log).unwrap(), &ops, sync);
     let on_log = rng.gen_bool(0.5);
@@ -221,12 +231,12 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
     let crash = rng.gen_range(0..=writes);
     let (p, q) = (plan(&mut rng, Some(crash)), plan(&mut rng, None));
     let (data, log) = match on_log {
-        true => (fresh(nand, q), fresh(log_nand, p)),
-        false => (fresh(nand, p), fresh(log_nand, q)),
+        true => (fresh(nand, q, false), fresh(log_nand, p, g)),
+        false => (fresh(nand, p, false), fresh(log_nand, q, g)),
     };
     let (states, durable, crashed) = run_on(open(&data, &log), &ops, sync);
     let what = format!(
-        "{kind:?} nand={nand} log_nand={log_nand} crash after write {crash} of the {}",
+        "{kind:?} nand={nand} log_nand={log_nand} grouped={g} crash after write {crash} of the {}",
         if on_log { "log" } else { "store" }
     );
     let (mut data, mut log) = (data, log);

@@ -2,27 +2,46 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos, Result};
+use flashkv_device::{BlockDevice, Completion, DeviceStats, Geometry, Nanos, Result, Syncer};
 
 /// Clones share one device; [`Shared::take`] removes it (after the store
 /// is gone), and every later call through a clone panics.
-pub struct Shared<D>(Arc<Mutex<Option<D>>>);
+pub struct Shared<D> {
+    dev: Arc<Mutex<Option<D>>>,
+    /// Offer a [`Syncer`], as a real file does, so a store flushes its
+    /// durable commits outside its lock (group commit).
+    syncer: bool,
+}
 
 impl<D> Clone for Shared<D> {
     fn clone(&self) -> Self {
-        Shared(self.0.clone())
+        Shared {
+            dev: self.dev.clone(),
+            syncer: self.syncer,
+        }
     }
 }
 
-impl<D: BlockDevice> Shared<D> {
+impl<D: BlockDevice + 'static> Shared<D> {
     pub fn new(dev: D) -> Self {
-        Shared(Arc::new(Mutex::new(Some(dev))))
+        Shared {
+            dev: Arc::new(Mutex::new(Some(dev))),
+            syncer: false,
+        }
+    }
+
+    /// A handle that offers a syncer (flushing the device at its clock).
+    pub fn grouped(dev: D) -> Self {
+        Shared {
+            syncer: true,
+            ..Shared::new(dev)
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<D>> {
         // A panic injected inside a device call poisons the lock; the
         // device is still whole (the panic came before any change).
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        self.dev.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn with<T>(&self, f: impl FnOnce(&mut D) -> T) -> T {
@@ -35,7 +54,12 @@ impl<D: BlockDevice> Shared<D> {
     }
 }
 
-impl<D: BlockDevice> BlockDevice for Shared<D> {
+impl<D: BlockDevice + 'static> BlockDevice for Shared<D> {
+    fn syncer(&self) -> Option<Syncer> {
+        let me = self.clone();
+        self.syncer
+            .then(|| Arc::new(move || me.with(|d| d.flush().map(drop))) as Syncer)
+    }
     fn geometry(&self) -> Geometry {
         self.with(|d| d.geometry())
     }

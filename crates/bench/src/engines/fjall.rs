@@ -5,7 +5,7 @@ use std::path::Path;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::workload::{Key, Value};
 
 pub fn open(dir: &Path, _keys: usize) -> Result<Box<dyn Engine>> {
@@ -50,9 +50,25 @@ impl Engine for Fjall {
         Ok(Box::new(FjallReader { ks: &self.ks }))
     }
 
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
+        Ok(Box::new(FjallWriter { fjall: self }))
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())
+    }
+}
+
+struct FjallWriter<'a> {
+    fjall: &'a Fjall,
+}
+
+impl Writer for FjallWriter<'_> {
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
+        let mut b = self.fjall.batch();
+        b.insert(&self.fjall.ks, &key[..], &value[..]);
+        Ok(b.commit()?)
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use flashkv_engine::{Db, IplGeometry, Options, StoreKind, WriteBatch};
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::workload::{Key, Value};
 
 /// A batch must fit half the write-ahead log as whole page images (the
@@ -37,6 +37,7 @@ fn open_store(dir: &Path, keys: usize, kind: StoreKind) -> Result<Box<dyn Engine
         .store(kind)
         .wal_size(wal)
         .buffer_pages(BUFFER_PAGES)
+        .sync(true)
         .build()?;
     let db = Db::create(dir.join("flashkv.db"), opts)?;
     Ok(Box::new(Flashkv { db }))
@@ -52,13 +53,11 @@ impl Engine for Flashkv {
         for (k, v) in pairs {
             b.put(k, v);
         }
-        self.db.write(b)?;
-        Ok(self.db.flush()?)
+        Ok(self.db.write(b)?)
     }
 
     fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
-        self.db.put(key, value)?;
-        Ok(self.db.flush()?)
+        Ok(self.db.put(key, value)?)
     }
 
     fn delete_batch(&mut self, keys: &[(Key, Value)]) -> Result<()> {
@@ -66,11 +65,14 @@ impl Engine for Flashkv {
         for (k, _) in keys {
             b.delete(k);
         }
-        self.db.write(b)?;
-        Ok(self.db.flush()?)
+        Ok(self.db.write(b)?)
     }
 
     fn reader(&self) -> Result<Box<dyn Reader + '_>> {
+        Ok(Box::new(FlashReader { db: &self.db }))
+    }
+
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
         Ok(Box::new(FlashReader { db: &self.db }))
     }
 
@@ -82,6 +84,12 @@ impl Engine for Flashkv {
 
 struct FlashReader<'a> {
     db: &'a Db,
+}
+
+impl Writer for FlashReader<'_> {
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
+        Ok(self.db.put(key, value)?)
+    }
 }
 
 impl Reader for FlashReader<'_> {

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use redb::{Database, ReadableDatabase, TableDefinition};
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::workload::{Key, Value};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
@@ -19,14 +19,19 @@ struct Redb {
     db: Database,
 }
 
+/// One write transaction on `db`, committed durably.
+fn commit(db: &Database, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>) -> Result<()>) -> Result<()> {
+    let tx = db.begin_write()?;
+    {
+        let mut table = tx.open_table(TABLE)?;
+        f(&mut table)?;
+    }
+    Ok(tx.commit()?)
+}
+
 impl Redb {
     fn commit(&self, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>) -> Result<()>) -> Result<()> {
-        let tx = self.db.begin_write()?;
-        {
-            let mut table = tx.open_table(TABLE)?;
-            f(&mut table)?;
-        }
-        Ok(tx.commit()?)
+        commit(&self.db, f)
     }
 }
 
@@ -60,6 +65,10 @@ impl Engine for Redb {
         Ok(Box::new(RedbReader { db: &self.db }))
     }
 
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
+        Ok(Box::new(RedbReader { db: &self.db }))
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         drop(self.db);
         Ok(())
@@ -68,6 +77,16 @@ impl Engine for Redb {
 
 struct RedbReader<'a> {
     db: &'a Database,
+}
+
+/// Write transactions are serialised: `begin_write` waits for the one open.
+impl Writer for RedbReader<'_> {
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
+        commit(self.db, |t| {
+            t.insert(&key[..], &value[..])?;
+            Ok(())
+        })
+    }
 }
 
 impl Reader for RedbReader<'_> {

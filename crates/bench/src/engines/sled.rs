@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::workload::{Key, Value};
 
 pub fn open(dir: &Path, _keys: usize) -> Result<Box<dyn Engine>> {
@@ -49,6 +49,10 @@ impl Engine for Sled {
         Ok(Box::new(SledReader { db: &self.db }))
     }
 
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
+        Ok(Box::new(SledReader { db: &self.db }))
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.db.flush()?;
         Ok(())
@@ -57,6 +61,14 @@ impl Engine for Sled {
 
 struct SledReader<'a> {
     db: &'a sled::Db,
+}
+
+impl Writer for SledReader<'_> {
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
+        self.db.insert(key, &value[..])?;
+        self.db.flush()?;
+        Ok(())
+    }
 }
 
 impl Reader for SledReader<'_> {

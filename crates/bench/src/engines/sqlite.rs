@@ -1,12 +1,12 @@
 //! SQLite (bundled) in WAL mode with `synchronous=FULL`: every commit is
-//! durable. One `WITHOUT ROWID` table keyed by the key. Each reader thread
+//! durable. One `WITHOUT ROWID` table keyed by the key. Each reader or writer thread
 //! opens its own connection, as SQLite shares nothing across threads.
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::engine::{Engine, Reader, Result};
+use crate::engine::{Engine, Reader, Result, Writer};
 use crate::workload::{Key, Value};
 
 pub fn open(dir: &Path, _keys: usize) -> Result<Box<dyn Engine>> {
@@ -68,6 +68,13 @@ impl Engine for Sqlite {
         }))
     }
 
+    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
+        let conn = connect(&self.path)?;
+        // One writer at a time: the others wait for the write lock.
+        conn.busy_timeout(std::time::Duration::from_secs(600))?;
+        Ok(Box::new(SqliteReader { conn }))
+    }
+
     fn close(self: Box<Self>) -> Result<()> {
         self.conn.close().map_err(|(_, e)| e)?;
         Ok(())
@@ -76,6 +83,14 @@ impl Engine for Sqlite {
 
 struct SqliteReader {
     conn: Connection,
+}
+
+impl Writer for SqliteReader {
+    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
+        let mut st = self.conn.prepare_cached(UPSERT)?;
+        st.execute(params![&key[..], &value[..]])?;
+        Ok(())
+    }
 }
 
 impl Reader for SqliteReader {

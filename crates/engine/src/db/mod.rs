@@ -5,7 +5,7 @@ mod recover;
 
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use flashkv_device::{BlockDevice, DeviceStats, Geometry};
 
@@ -13,6 +13,7 @@ use crate::btree::{self, Meta, Shape, Tree};
 use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode};
+use crate::group::LogSync;
 use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{prefix_end, Range};
 use crate::logdev;
@@ -207,6 +208,9 @@ struct Core {
 /// ```
 pub struct Db {
     core: RwLock<Core>,
+    /// How far the log is durable: durable commits wait on it after
+    /// letting the lock go (group commit, on files).
+    sync: Arc<LogSync>,
 }
 
 fn round_up(n: u64, to: u64) -> u64 {
@@ -335,6 +339,7 @@ impl Db {
 
     fn from_core(core: Core) -> Db {
         Db {
+            sync: core.disk.sync.clone(),
             core: RwLock::new(core),
         }
     }
@@ -345,11 +350,12 @@ impl Db {
     /// is reopened, which recovers the last durable state.
     fn lock(&self) -> Result<RwLockWriteGuard<'_, Core>> {
         let mut c = self.core.write().map_err(|_| Error::Poisoned)?;
-        if c.poisoned {
+        if c.poisoned || self.sync.failed() {
             return Err(Error::Poisoned);
         }
         // Hand the policy the page uses readers recorded meanwhile.
         c.pool.drain_shared();
+        c.disk.catch_up();
         Ok(c)
     }
 
@@ -357,7 +363,7 @@ impl Db {
     /// same refusals as [`Db::lock`].
     fn shared(&self) -> Result<RwLockReadGuard<'_, Core>> {
         let c = self.core.read().map_err(|_| Error::Poisoned)?;
-        if c.poisoned {
+        if c.poisoned || self.sync.failed() {
             return Err(Error::Poisoned);
         }
         Ok(c)
@@ -397,11 +403,19 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
         let mut existed = false;
-        c.write_with(1, 1, |t| {
+        let wait = c.write_with(1, 1, |t| {
             existed = t.delete(key)?;
             Ok(())
         })?;
+        drop(c);
+        self.durable(wait)?;
         Ok(existed)
+    }
+
+    /// Returns once a commit is durable: at once, unless it logged record
+    /// `wait` to be made durable outside the lock (group commit).
+    fn durable(&self, wait: Option<u64>) -> Result<()> {
+        wait.map_or(Ok(()), |n| self.sync.wait(n))
     }
 
     /// Replaces the value of an existing key. Returns whether the key was
@@ -414,11 +428,13 @@ impl Db {
         if c.read(|t| t.get(key))?.is_none() {
             return Ok(false);
         }
-        c.write_with(value.len(), 1, |t| {
+        let wait = c.write_with(value.len(), 1, |t| {
             let existed = t.put(key, value)?;
             debug_assert!(existed, "the key update found is still there");
             Ok(())
         })?;
+        drop(c);
+        self.durable(wait)?;
         Ok(true)
     }
 
@@ -429,13 +445,15 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_value(value)?;
         let mut n = 0;
-        c.write_with(value.len(), 1, |t| {
+        let wait = c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
             t.meta.next_auto += 1;
             let existed = t.put(&n.to_be_bytes(), value)?;
             debug_assert!(!existed, "key {n} is new");
             Ok(())
         })?;
+        drop(c);
+        self.durable(wait)?;
         Ok(n)
     }
 
@@ -454,7 +472,7 @@ impl Db {
                 BatchOp::Delete(k) => btree::check_key(k, ps)?,
             }
         }
-        c.write_with(bytes + batch.len(), batch.len(), |t| {
+        let wait = c.write_with(bytes + batch.len(), batch.len(), |t| {
             for op in batch.iter() {
                 match op {
                     BatchOp::Put(k, v) => t.put(k, v).map(drop)?,
@@ -462,7 +480,9 @@ impl Db {
                 }
             }
             Ok(())
-        })
+        })?;
+        drop(c);
+        self.durable(wait)
     }
 
     /// Pairs with keys in `range`, in ascending key order. `range` is `..`
@@ -650,7 +670,7 @@ impl Db {
             meta_io: c.disk.meta,
             commits: c.commits,
             checkpoints: c.checkpoints,
-            device_flushes: c.disk.flushes,
+            device_flushes: c.disk.flushes + self.sync.syncs(),
             device: c.disk.dev.stats(),
             log_device: c.disk.log.as_ref().map(|l| l.stats()),
             device_clock_ns: c.disk.now(),
@@ -1027,13 +1047,14 @@ impl Core {
 
     /// Applies a batch of `ops` operations with `f`, logs it and commits.
     /// `hint` is about the bytes it writes, to make room in the log
-    /// beforehand.
+    /// beforehand. Returns the record to wait for, outside the lock, where
+    /// the commit is durable once a flush covers it ([`LogSync::wait`]).
     fn write_with(
         &mut self,
         hint: usize,
         ops: usize,
         mut f: impl FnMut(&mut Tree<'_>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<Option<u64>> {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
@@ -1067,9 +1088,9 @@ impl Core {
                         c.meta = before;
                         return Err(e);
                     }
-                    Ok(()) => {
+                    Ok(wait) => {
                         c.commits += 1;
-                        return c.pool.unpin(&mut *c.store, &mut c.disk);
+                        return c.pool.unpin(&mut *c.store, &mut c.disk).map(|()| wait);
                     }
                 }
             }
@@ -1108,9 +1129,11 @@ impl Core {
     ///   in the record costs less than the reserve for it).
     ///
     /// A record that does not fit is [`Error::Full`], and nothing is written.
-    fn log_batch(&mut self) -> Result<()> {
+    /// A durable commit is flushed here, or returns its record to wait for
+    /// where the log can be flushed outside the lock.
+    fn log_batch(&mut self) -> Result<Option<u64>> {
         let Some(mut wal) = self.disk.journal.take() else {
-            return Ok(());
+            return Ok(None);
         };
         let mut built = self.batch_record(self.store.overwrites() && self.pool.has_room());
         let need = |b: &(redo::Writer, Vec<PageId>)| {
@@ -1130,10 +1153,14 @@ impl Core {
         for id in built.1 {
             self.pool.mark_imaged(id);
         }
-        if self.sync {
-            self.disk.flush()?;
+        if !self.sync {
+            return Ok(None);
         }
-        Ok(())
+        if self.disk.sync.outside() {
+            return Ok(Some(self.disk.logged));
+        }
+        self.disk.flush()?;
+        Ok(None)
     }
 
     /// The running batch's record and the pages it holds images of;
