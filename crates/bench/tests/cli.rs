@@ -12,10 +12,11 @@ fn bench(args: &[&str]) -> std::process::Output {
         .expect("runs")
 }
 
-const PHASES: [&str; 7] = [
+const PHASES: [&str; 8] = [
     "bulk-load",
     "put-durable",
     "batch-durable",
+    "put-durable-4-threads",
     "read",
     "range",
     "delete-half",
@@ -62,7 +63,7 @@ fn json_rows_for_every_phase_and_the_size_and_nothing_left_behind() {
         .iter()
         .map(|r| r["ops"].as_u64().unwrap())
         .collect();
-    assert_eq!(ops, [2000, 500, 50_000, 2000, 200, 1000, 2000]);
+    assert_eq!(ops, [2000, 500, 50_000, 1000, 2000, 200, 1000, 2000]);
     let size = &rows[PHASES.len()];
     assert_eq!(size["phase"], "size");
     assert!(

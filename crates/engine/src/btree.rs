@@ -78,6 +78,8 @@ pub(crate) struct Tree<'a> {
     pub meta: &'a mut Meta,
     /// Request sizes and scan breakeven; `None`: page at a time.
     pub io: Option<IoProfile>,
+    /// Percent of a leaf kept when a key past the right edge splits it.
+    pub append_fill: usize,
 }
 
 /// A scan reading the page store in runs. Leaves of the runs read that may
@@ -835,22 +837,14 @@ impl Tree<'_> {
         let id = node.id();
         let mut right = self.alloc(Kind::Leaf)?;
         let last = node.len().checked_sub(1).map(|i| node.key(i).to_vec());
-        if !replace
+        // Appending past the right edge (keys arriving in order) leaves the
+        // leaf fuller than half, so an ordered load fills its pages, but
+        // not full, so later inserts among its keys do not split every page.
+        let appends = !replace
             && node.next() == NO_PAGE
-            && !matches!(last.as_deref(), Some(l) if l >= &key[..])
-        {
-            // Appending past the right edge: start a new leaf, leave this one
-            // as it is (only its sibling link changes, which is loggable).
-            right.insert_at(0, &key, &cell);
-            right.set_prev(id);
-            let rid = right.id();
-            // Pin the old leaf first, so a small pool evicts something else.
-            self.apply(id, Op::SetNext(rid))?;
-            self.put_whole(right)?;
-            return Ok((key, rid));
-        }
+            && !matches!(last.as_deref(), Some(l) if l >= &key[..]);
         let (cells, pos) = with_cell(&node, &key, &cell);
-        let at = split_point(&cells);
+        let at = split_point(&cells, if appends { self.append_fill } else { 50 });
         for (i, (k, v)) in cells[at..].iter().enumerate() {
             right.insert_at(i, k, v);
         }
@@ -885,8 +879,8 @@ impl Tree<'_> {
         }
         self.put_whole(right)?;
         debug_assert!(
-            self.sixth_full(id) && self.sixth_full(rid),
-            "a split of leaf {id} leaves both halves a sixth full"
+            self.sixth_full(id) && (appends || self.sixth_full(rid)),
+            "a split of leaf {id} leaves both halves a sixth full (the left one when appending)"
         );
         if old_next != NO_PAGE {
             self.apply(old_next, Op::SetPrev(rid))?;
@@ -947,7 +941,7 @@ impl Tree<'_> {
             Err(i) => cells.insert(i, (key, child)),
         }
         assert!(cells.len() >= 2, "a full internal node splits in two");
-        let at = split_point(&cells).min(cells.len() - 1);
+        let at = split_point(&cells, 50).min(cells.len() - 1);
         let mut right = self.alloc(Kind::Internal)?;
         node.clear_cells();
         for (i, (k, v)) in cells[..at].iter().enumerate() {
@@ -1204,15 +1198,17 @@ fn with_cell<'a>(node: &'a Page, key: &'a [u8], cell: &'a [u8]) -> (Vec<CellRef<
     (cells, pos)
 }
 
-/// Index of the first cell of the right half: about half the bytes each side.
-fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)]) -> usize {
+/// Index of the first cell of the right half: about `pct` percent of the
+/// bytes on the left.
+fn split_point<K: AsRef<[u8]>, V: AsRef<[u8]>>(cells: &[(K, V)], pct: usize) -> usize {
     assert!(cells.len() >= 2, "a split has a cell for each side");
+    assert!((1..100).contains(&pct), "both sides keep something");
     let size = |(k, v): &(K, V)| Page::cell_size(k.as_ref().len(), v.as_ref().len());
     let total: usize = cells.iter().map(size).sum();
     let mut acc = 0;
     for (i, c) in cells.iter().enumerate() {
         acc += size(c);
-        if acc * 2 >= total {
+        if acc * 100 >= total * pct {
             return (i + 1).clamp(1, cells.len() - 1);
         }
     }

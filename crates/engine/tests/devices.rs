@@ -96,9 +96,11 @@ fn seed_style_counts_on_raw_nand() {
     // In place, every update of a programmed page is a read-erase-rewrite
     // of its unit (seed 001's 10.46 ms); in-page logging erases only when a
     // unit's log sectors run out. The simulation is deterministic: exact.
+    // (126 when an ordered load filled its leaves whole; at the default
+    // 90 % the same keys take a few more leaves, spread over more units.)
     assert_eq!(
         erases,
-        [1000, 126],
+        [1000, 120],
         "erases for 1000 updates: in place, ipl"
     );
 }

@@ -42,6 +42,15 @@ pub enum BatchOp<'a> {
     Delete(&'a [u8]),
 }
 
+impl<'a> BatchOp<'a> {
+    /// The key the operation changes.
+    pub fn key(&self) -> &'a [u8] {
+        match *self {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+        }
+    }
+}
+
 /// Changes applied atomically by [`Db::write`]: after a crash either all of
 /// them are visible or none is.
 ///
@@ -172,6 +181,7 @@ struct Core {
     /// Next log sequence number when the log is off (kept for checkpoints).
     wal_seq: u64,
     sync: bool,
+    append_fill: u8,
     io: Option<IoProfile>,
     /// Trim the log half a checkpoint retires (file stores).
     trim_log: bool,
@@ -472,8 +482,12 @@ impl Db {
                 BatchOp::Delete(k) => btree::check_key(k, ps)?,
             }
         }
+        // In key order (a stable sort: one key's operations keep theirs):
+        // neighbouring keys share their descent, whose pages stay in cache.
+        let mut ops: Vec<BatchOp<'_>> = batch.iter().collect();
+        ops.sort_by(|a, b| a.key().cmp(b.key()));
         let wait = c.write_with(bytes + batch.len(), batch.len(), |t| {
-            for op in batch.iter() {
+            for &op in &ops {
                 match op {
                     BatchOp::Put(k, v) => t.put(k, v).map(drop)?,
                     BatchOp::Delete(k) => t.delete(k).map(drop)?,
@@ -788,6 +802,7 @@ impl Core {
             ckpt_seq: ckpt.seq,
             wal_seq: ckpt.wal_seq,
             sync: opts.sync,
+            append_fill: opts.append_fill,
             io: opts.io,
             trim_log: false,
             log_id: ckpt.log_id,
@@ -1022,6 +1037,7 @@ impl Core {
             disk: &mut self.disk,
             meta: &mut self.meta,
             io: self.io,
+            append_fill: usize::from(self.append_fill),
         }
     }
 
