@@ -436,7 +436,8 @@ impl BufferPool {
             }
             Change::Whole => {}
         }
-        if !f.dirty {
+        let was_dirty = f.dirty;
+        if !was_dirty {
             self.policy.dirtied(id);
         }
         f.dirty = true;
@@ -456,7 +457,11 @@ impl BufferPool {
             f.bomb || f.log.len() <= log_cap,
             "page {id}: its log fits a sector"
         );
-        self.set_dirty(id, true);
+        // A dirty frame is in the dirty set already: skip the search.
+        debug_assert_eq!(self.dirty.contains(&id), was_dirty, "page {id}: dirty set");
+        if !was_dirty {
+            self.set_dirty(id, true);
+        }
         Ok(())
     }
 
