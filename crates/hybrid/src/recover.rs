@@ -10,15 +10,19 @@
 use flashkv_device::{BlockDevice, Nanos};
 
 use crate::append::Log;
+use crate::crcs::unit_crc;
 use crate::device::HybridDevice;
 use crate::error::{HybridError, Result};
 use crate::layout::{Layout, Superblock};
-use crate::maps::{decode, encode};
+use crate::maps::decode;
 use crate::options::Options;
 use crate::record::{Header, Kind};
 use crate::stats::RecoveryReport;
 
-/// The newest valid superblock, if any, and when reading it finished.
+/// The newest valid superblock, if any, and when reading it finished. A
+/// slot that fails its checksum is read again: a flip on the way from the
+/// SSD must not make the older copy win, whose tail may point at records
+/// the log has since reused.
 fn read_superblock(
     ssd: &mut dyn BlockDevice,
     sector: u64,
@@ -28,8 +32,14 @@ fn read_superblock(
     let mut end = at;
     for off in Superblock::slots() {
         let mut b = vec![0u8; sector as usize];
-        end = end.max(ssd.read_at(at, off, &mut b)?.end);
-        if let Some(sb) = Superblock::decode(&b) {
+        let r = ssd.read_at(at, off, &mut b)?;
+        end = end.max(r.end);
+        let mut found = Superblock::decode(&b);
+        if found.is_none() && b.iter().any(|&x| x != 0) {
+            end = end.max(ssd.read_at(r.end, off, &mut b)?.end);
+            found = Superblock::decode(&b);
+        }
+        if let Some(sb) = found {
             debug_assert_eq!(sb.slot_offset(), off, "a superblock lies in its own slot");
             if best.is_none_or(|x| sb.sb_seq > x.sb_seq) {
                 best = Some(sb);
@@ -37,6 +47,25 @@ fn read_superblock(
         }
     }
     Ok((best, end))
+}
+
+/// A replayed record and, for a data record, its units' checksums (taken
+/// from data that has just passed the record's data checksum).
+struct Replayed {
+    h: Header,
+    crcs: Vec<u32>,
+}
+
+impl Replayed {
+    fn new(h: Header, data: &[u8], sector: u64) -> Self {
+        debug_assert_eq!(data.len() as u64, h.data_sectors * sector);
+        let crcs = match h.kind {
+            Kind::Data => data.chunks_exact(sector as usize).map(unit_crc).collect(),
+            // Promoted copies are not replayed; a trim has no data.
+            Kind::Promote | Kind::Trim => Vec::new(),
+        };
+        Replayed { h, crcs }
+    }
 }
 
 /// Reads the log through a window, so a scan costs large sequential reads.
@@ -163,22 +192,12 @@ impl HybridDevice {
         Ok(&w.buf[at..at + (sectors * s) as usize])
     }
 
-    /// The record at `pos` if it is intact and continues the chain after `last`.
-    fn record_if_valid(
-        &mut self,
-        w: &mut Window,
-        t: &mut Nanos,
-        pos: u64,
-        last: u64,
-        limit: u64,
-        scanned: &mut u64,
-    ) -> Result<Option<Header>> {
+    /// Whether the intact header `h`, found at log position `pos`, has a
+    /// record's shape, belongs to this format and continues the chain after
+    /// `last` within `limit`.
+    fn continues(&self, h: &Header, pos: u64, last: u64, limit: u64) -> bool {
         let c = self.layout.cache_sectors;
         let vsectors = self.layout.capacity / self.layout.sector;
-        let h = match Header::decode(self.log_bytes(w, t, pos, 1, scanned)?) {
-            Some(h) => h,
-            None => return Ok(None),
-        };
         let full = self.full_mask();
         // A missing mask only on a data record's single-unit extent, and
         // naming at least one sector held.
@@ -191,7 +210,7 @@ impl HybridDevice {
                 Kind::Data | Kind::Promote => units == h.data_sectors && h.data_sectors > 0,
                 Kind::Trim => h.data_sectors == 0,
             };
-        let ok = shape_ok
+        shape_ok
             && h.format_id == self.log.format_id
             && h.prev_seq == last
             && h.seq > last
@@ -199,13 +218,60 @@ impl HybridDevice {
             && pos + h.len() <= limit
             && h.extents
                 .iter()
-                .all(|&(home, n, _)| home.checked_add(n).is_some_and(|e| e <= vsectors));
-        if !ok {
-            return Ok(None);
+                .all(|&(home, n, _)| home.checked_add(n).is_some_and(|e| e <= vsectors))
+    }
+
+    /// The record at `pos` with its units' checksums, if it is intact and
+    /// continues the chain after `last`. One whose header or data fails its
+    /// checksum is read again on its own: a flip on the way from the SSD
+    /// must not end the log there and drop the acknowledged records after it.
+    fn record_if_valid(
+        &mut self,
+        w: &mut Window,
+        t: &mut Nanos,
+        (pos, last, limit): (u64, u64, u64),
+        scanned: &mut u64,
+    ) -> Result<Option<Replayed>> {
+        let b = self.log_bytes(w, t, pos, 1, scanned)?;
+        match Header::decode(b) {
+            // Never written: no flip makes a record of it.
+            None if b.iter().all(|&x| x == 0) => return Ok(None),
+            None => {}
+            Some(h) if !self.continues(&h, pos, last, limit) => return Ok(None),
+            Some(h) => {
+                let data = self.log_bytes(w, t, pos + 1, h.data_sectors, scanned)?;
+                if crc32c::crc32c(data) == h.data_crc {
+                    return Ok(Some(Replayed::new(h, data, self.layout.sector)));
+                }
+            }
         }
-        let data = self.log_bytes(w, t, pos + 1, h.data_sectors, scanned)?;
-        // A torn append: the end of the log.
-        Ok((crc32c::crc32c(data) == h.data_crc).then_some(h))
+        self.reread_record(t, (pos, last, limit), scanned)
+    }
+
+    /// The record at `pos` read directly (not through the window), if it is
+    /// intact and continues the chain; a data checksum that fails again is
+    /// a torn append, the end of the log.
+    fn reread_record(
+        &mut self,
+        t: &mut Nanos,
+        (pos, last, limit): (u64, u64, u64),
+        scanned: &mut u64,
+    ) -> Result<Option<Replayed>> {
+        let (s, c) = (self.layout.sector, self.layout.cache_sectors);
+        let mut b = vec![0u8; s as usize];
+        *t = self.ssd.read_at(*t, self.layout.cache_offset(pos % c), &mut b)?.end;
+        *scanned += s;
+        self.st.checksum_rereads += 1;
+        let Some(h) = Header::decode(&b).filter(|h| self.continues(h, pos, last, limit)) else {
+            return Ok(None);
+        };
+        let mut data = vec![0u8; (h.data_sectors * s) as usize];
+        if !data.is_empty() {
+            let offset = self.layout.cache_offset((pos + 1) % c);
+            *t = self.ssd.read_at(*t, offset, &mut data)?.end;
+            *scanned += data.len() as u64;
+        }
+        Ok((crc32c::crc32c(&data) == h.data_crc).then(|| Replayed::new(h, &data, s)))
     }
 
     /// Replays the log from the dirty tail, starting at `at`.
@@ -222,8 +288,8 @@ impl HybridDevice {
         let mut pos = tail;
         let mut last = self.log.last_seq;
         while pos < limit {
-            let mut h =
-                self.record_if_valid(&mut w, &mut t, pos, last, limit, &mut report.scanned_bytes)?;
+            let scanned = &mut report.scanned_bytes;
+            let mut h = self.record_if_valid(&mut w, &mut t, (pos, last, limit), scanned)?;
             // A record after a gap starts on the next boundary (an alignment
             // boundary, or the next lap when the last record did not fit).
             let mut gap = pos;
@@ -233,14 +299,7 @@ impl HybridDevice {
                 if next >= limit {
                     break;
                 }
-                h = self.record_if_valid(
-                    &mut w,
-                    &mut t,
-                    next,
-                    last,
-                    limit,
-                    &mut report.scanned_bytes,
-                )?;
+                h = self.record_if_valid(&mut w, &mut t, (next, last, limit), scanned)?;
                 if h.is_some() {
                     pos = next;
                 } else if next == lap {
@@ -250,12 +309,12 @@ impl HybridDevice {
                     gap = lap - 1;
                 }
             }
-            let Some(h) = h else { break };
+            let Some(Replayed { h, crcs }) = h else { break };
             debug_assert!(
                 h.seq > last && pos + h.len() <= limit,
                 "a valid record continues the chain"
             );
-            self.apply(&mut t, pos, &h)?;
+            self.apply(&mut t, pos, &h, &crcs)?;
             report.records += 1;
             last = h.seq;
             pos += h.len();
@@ -311,8 +370,8 @@ impl HybridDevice {
         Ok(high)
     }
 
-    /// Applies a replayed record to the maps.
-    fn apply(&mut self, t: &mut Nanos, pos: u64, h: &Header) -> Result<()> {
+    /// Applies a replayed record (with its data units' checksums) to the maps.
+    fn apply(&mut self, t: &mut Nanos, pos: u64, h: &Header, crcs: &[u32]) -> Result<()> {
         let idx = pos % self.layout.cache_sectors;
         let (m, mut io) = mio!(self, *t);
         match h.kind {
@@ -321,14 +380,12 @@ impl HybridDevice {
                     .extents
                     .iter()
                     .flat_map(|&(h0, n, m)| (h0..h0 + n).map(move |x| (x, m)));
-                for (i, (home, missing)) in units.enumerate() {
+                debug_assert_eq!(crcs.len() as u64, h.data_sectors, "a checksum a unit");
+                for (i, ((home, missing), &crc)) in units.zip(crcs).enumerate() {
                     let slot = idx + 1 + i as u64;
-                    if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
-                        m.rev_clear(&mut io, old.value)?;
+                    if let Some(old) = m.map_copy(&mut io, (home, slot), true, missing, crc)? {
                         self.counts.remove(old);
                     }
-                    m.fwd_set(&mut io, home, encode(slot, true, missing))?;
-                    m.rev_set(&mut io, slot, encode(home, true, missing))?;
                     self.counts.add(true);
                 }
             }
