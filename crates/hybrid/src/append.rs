@@ -3,10 +3,10 @@
 
 use flashkv_device::{Completion, Nanos};
 
+use crate::crcs::unit_crc;
 use crate::device::{HybridDevice, Span};
 use crate::error::{HybridError, Result};
 use crate::flush::Budget;
-use crate::crcs::unit_crc;
 use crate::maps::decode;
 use crate::record::{max_extents, Header, Kind};
 
@@ -207,7 +207,9 @@ impl HybridDevice {
             .filter(|_| k > 0)
             .flat_map(|&(h0, n, missing)| (h0..h0 + n).map(move |h| (h, missing)));
         for (slot, (home, missing)) in (idx + 1..).zip(homes) {
-            let unit = units.next().expect("one unit of data per unit of the extents");
+            let unit = units
+                .next()
+                .expect("one unit of data per unit of the extents");
             let crc = unit_crc(unit);
             if let Some(old) = m.map_copy(&mut io, (home, slot), dirty, missing, crc)? {
                 self.counts.remove(old);

@@ -88,7 +88,12 @@ impl HybridDevice {
     /// Reads the units cached at the consecutive slots from `slot` into
     /// `buf`, issued at `at`, each checked against its checksum; one that
     /// fails is read again (see [`Self::reread_unit`]).
-    pub(crate) fn read_units(&mut self, at: Nanos, slot: u64, buf: &mut [u8]) -> Result<Completion> {
+    pub(crate) fn read_units(
+        &mut self,
+        at: Nanos,
+        slot: u64,
+        buf: &mut [u8],
+    ) -> Result<Completion> {
         let s = self.layout.sector as usize;
         debug_assert!(!buf.is_empty() && buf.len() % s == 0, "whole units");
         let first = self.ssd.read_at(at, self.layout.cache_offset(slot), buf)?;
@@ -108,7 +113,12 @@ impl HybridDevice {
     /// second read (the engine reads its WAL records again for the same
     /// reason). If this read fails too, the copy is damaged: a typed
     /// corruption error, never the data.
-    pub(crate) fn reread_unit(&mut self, at: Nanos, slot: u64, unit: &mut [u8]) -> Result<Completion> {
+    pub(crate) fn reread_unit(
+        &mut self,
+        at: Nanos,
+        slot: u64,
+        unit: &mut [u8],
+    ) -> Result<Completion> {
         let offset = self.layout.cache_offset(slot);
         let c = self.ssd.read_at(at, offset, unit)?;
         self.st.checksum_rereads += 1;
@@ -133,7 +143,10 @@ mod tests {
         assert_eq!((c.get(129), c.count()), (None, 0));
         c.set(129, 0);
         c.set(3, 0xdead_beef);
-        assert_eq!((c.get(129), c.get(3), c.count()), (Some(0), Some(0xdead_beef), 2));
+        assert_eq!(
+            (c.get(129), c.get(3), c.count()),
+            (Some(0), Some(0xdead_beef), 2)
+        );
         c.clear(129);
         c.clear(129);
         assert_eq!((c.get(129), c.count()), (None, 1));
