@@ -205,9 +205,11 @@ impl HybridDevice {
             w.pos = pos;
             w.buf = vec![0u8; (n * s) as usize];
             let offset = self.layout.cache_offset(pos % c);
-            *scanned += n * s;
             match self.ssd.read_at(*t, offset, &mut w.buf) {
-                Ok(r) => *t = r.end,
+                Ok(r) => {
+                    *t = r.end;
+                    *scanned += n * s;
+                }
                 // An unreadable sector past what is needed (past the log's
                 // end, say) must not fail the recovery: read only what is.
                 Err(DeviceError::Unreadable { .. }) if n > sectors => {
