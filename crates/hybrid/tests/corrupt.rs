@@ -42,8 +42,9 @@ enum Fault {
 }
 
 /// Faults on the SSD only: the hybrid checksums what it keeps there; the
-/// HDD holds plain blocks, the home copy. Flips strike one read of a 512-byte
-/// sector in `1 / rate`; a latent error one sector in 5,000 on its first read.
+/// HDD holds plain blocks, the home copy. A flip strikes one read of a
+/// 512-byte sector in `rate`; a latent error one in 5,000, and the sector
+/// stays unreadable until it is written again.
 fn plan(fault: Fault, seed: u64, rate: u64) -> FaultPlan {
     let mut p = FaultPlan {
         seed,
@@ -362,6 +363,7 @@ impl Run {
         drop(dev);
         self.model.lost_power();
         let p = plan(self.fault, self.rng.gen(), self.rate);
+        // Powering the machine off takes it apart: a blank one stands in.
         let m = std::mem::replace(&mut self.m, machine(FaultPlan::default()));
         self.m = m.power_cut(p, FaultPlan::default());
         match self.m.open(options()) {
@@ -447,7 +449,7 @@ fn many(test: &str, seeds: std::ops::Range<u64>, fault: Fault) -> Seen {
             "{test}: {s:?}"
         );
     }
-    flashkv_testing::report(&format!("{test}: {seen:?}\n"));
+    eprintln!("{test}: {seen:?}");
     seen
 }
 
