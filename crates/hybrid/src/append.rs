@@ -3,10 +3,11 @@
 
 use flashkv_device::{Completion, Nanos};
 
+use crate::crcs::unit_crc;
 use crate::device::{HybridDevice, Span};
 use crate::error::{HybridError, Result};
 use crate::flush::Budget;
-use crate::maps::{decode, encode};
+use crate::maps::decode;
 use crate::record::{max_extents, Header, Kind};
 
 /// The circular log in the cache region, in log positions (sectors counted
@@ -156,25 +157,7 @@ impl HybridDevice {
             idx + k < c,
             "a record never straddles the end of the region"
         );
-        let dirty = kind == Kind::Data;
-        let (m, mut io) = mio!(self, *t);
-        if k > 0 {
-            let mut slot = idx + 1;
-            for &(home0, n, missing) in &extents {
-                for home in home0..home0 + n {
-                    if let Some(old) = decode(m.fwd_get(&mut io, home)?) {
-                        m.rev_clear(&mut io, old.value)?;
-                        self.counts.remove(old);
-                    }
-                    m.fwd_set(&mut io, home, encode(slot, dirty, missing))?;
-                    m.rev_set(&mut io, slot, encode(home, dirty, missing))?;
-                    self.counts.add(dirty);
-                    slot += 1;
-                }
-            }
-        }
-        m.set_record(&mut io, idx, k + 1)?;
-        *t = io.t;
+        self.map_record(t, idx, &extents, data, kind == Kind::Data)?;
         let header = Header {
             kind,
             format_id: self.log.format_id,
@@ -200,6 +183,43 @@ impl HybridDevice {
             self.layout.cache_offset(idx),
             &buf,
         )?))
+    }
+
+    /// Maps the units of a record appended at slot `idx` (`data` one unit
+    /// per unit of `extents`, or none for a trim) and marks its header slot.
+    fn map_record(
+        &mut self,
+        t: &mut Nanos,
+        idx: u64,
+        extents: &[(u64, u64, u8)],
+        data: &[u8],
+        dirty: bool,
+    ) -> Result<()> {
+        let s = self.layout.sector as usize;
+        let k = (data.len() / s) as u64;
+        let (m, mut io) = mio!(self, *t);
+        // Each unit's checksum is taken while its data is in hand; every
+        // read of the unit from the SSD checks it.
+        let mut units = data.chunks_exact(s);
+        // A trim record's extents name units it unmaps, not data.
+        let homes = extents
+            .iter()
+            .filter(|_| k > 0)
+            .flat_map(|&(h0, n, missing)| (h0..h0 + n).map(move |h| (h, missing)));
+        for (slot, (home, missing)) in (idx + 1..).zip(homes) {
+            let unit = units
+                .next()
+                .expect("one unit of data per unit of the extents");
+            let crc = unit_crc(unit);
+            if let Some(old) = m.map_copy(&mut io, (home, slot), dirty, missing, crc)? {
+                self.counts.remove(old);
+            }
+            self.counts.add(dirty);
+        }
+        assert!(units.next().is_none(), "data for units no extent names");
+        m.set_record(&mut io, idx, k + 1)?;
+        *t = io.t;
+        Ok(())
     }
 
     /// Appends host data for the units of `extents` (see [`Self::append`]),

@@ -46,7 +46,7 @@ impl HybridDevice {
     }
 
     /// The log's positions are in order, the sequence numbers fit them, and
-    /// the counters fit the cache. Reads nothing.
+    /// the counters fit the cache and the checksums kept. Reads nothing.
     pub(crate) fn check_log(&self) {
         let l = self.log;
         let c = self.layout.cache_sectors;
@@ -70,13 +70,19 @@ impl HybridDevice {
             k.dirty <= k.cached && k.cached <= l.head - l.free_tail,
             "counters {k:?} do not fit the log {l:?}"
         );
+        assert_eq!(
+            self.maps.crcs.count(),
+            k.cached,
+            "one checksum per cached unit"
+        );
     }
 
     /// Panics if the log's positions are out of order, if a reverse entry
     /// and the forward entry of its home disagree, if a forward entry has no
     /// reverse entry, if a copy's state does not fit where its record lies
     /// (dirty only past the durable tail, unflushed only past the flushed
-    /// tail), or if the counters differ from the entries.
+    /// tail), if the counters differ from the entries, or if the cached
+    /// units and the checksums kept for them are not one to one.
     #[doc(hidden)]
     pub fn check_invariants(&mut self) -> Result<()> {
         self.check_log();
@@ -106,6 +112,11 @@ impl HybridDevice {
                 );
                 assert!(r.missing != full, "slot {slot} holds no sector");
                 assert!(
+                    m.crcs.get(slot).is_some(),
+                    "slot {slot} caches unit {} without a checksum",
+                    r.value
+                );
+                assert!(
                     !r.dirty || pos >= l.dirty_tail,
                     "dirty before the durable tail: slot {slot}"
                 );
@@ -123,6 +134,8 @@ impl HybridDevice {
             (self.counts.cached, self.counts.dirty),
             "counters"
         );
+        // One checksum per cached unit: none left behind by an unmapped slot.
+        assert_eq!(self.maps.crcs.count(), cached, "checksums of cached units");
         let (m, mut io) = mio!(self, now);
         assert_eq!(
             m.fwd_count(&mut io)?,

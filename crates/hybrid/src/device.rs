@@ -133,7 +133,7 @@ impl HybridDevice {
             realign: true,
             costs: crate::flush::ReadCosts::default(),
             host_sector,
-            maps: Maps::new(tabs),
+            maps: Maps::new(tabs, layout.cache_sectors),
             ssd,
             hdd,
             layout,
@@ -184,6 +184,8 @@ impl HybridDevice {
         st.mapping_memory_bytes = self.maps.tabs.resident_bytes();
         st.tablet_loads = self.maps.tabs.loads;
         st.tablet_stores = self.maps.tabs.stores;
+        st.checksum_memory_bytes = self.maps.crcs.bytes();
+        st.checksum_rereads += self.maps.tabs.rereads;
         st
     }
 
@@ -364,7 +366,7 @@ impl HybridDevice {
             let part = &mut buf[(i * s) as usize..((i + cnt) * s) as usize];
             match slot {
                 Some(slot) => {
-                    span.add(self.ssd.read_at(t, self.layout.cache_offset(slot), part)?);
+                    span.add(self.read_units(t, slot, part)?);
                     self.st.read_hit_bytes += cnt * s;
                 }
                 None => {

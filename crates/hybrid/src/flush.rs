@@ -342,9 +342,10 @@ impl HybridDevice {
         Ok(run)
     }
 
-    /// The run's units as cached. Unless the round was read whole, all its
-    /// pieces are read at once: an SSD with several channels and dies serves
-    /// them in parallel.
+    /// The run's units as cached, each checked against its checksum: the
+    /// HDD never receives a flipped bit. Unless the round was read whole,
+    /// all its pieces are read at once: an SSD with several channels and
+    /// dies serves them in parallel.
     fn run_data(&mut self, round: &Round, run: &[Todo], ssd_t: &mut Nanos) -> Result<Vec<u8>> {
         let s = self.layout.sector as usize;
         let mut data = vec![0u8; run.len() * s];
@@ -352,8 +353,12 @@ impl HybridDevice {
         let mut k = 0;
         while k < run.len() {
             if let Some(at) = run[k].2 {
-                data[k * s..(k + 1) * s].copy_from_slice(&round.buf[at..at + s]);
+                let unit = &mut data[k * s..(k + 1) * s];
+                unit.copy_from_slice(&round.buf[at..at + s]);
                 *ssd_t = (*ssd_t).max(round.ready);
+                if !self.unit_intact(run[k].1, unit) {
+                    *ssd_t = (*ssd_t).max(self.reread_unit(round.ready, run[k].1, unit)?.end);
+                }
                 k += 1;
                 continue;
             }
@@ -362,9 +367,7 @@ impl HybridDevice {
                 l += 1;
             }
             let buf = &mut data[k * s..l * s];
-            let r = self
-                .ssd
-                .read_at(issue, self.layout.cache_offset(run[k].1), buf)?;
+            let r = self.read_units(issue, run[k].1, buf)?;
             *ssd_t = (*ssd_t).max(r.end);
             if l == k + 1 {
                 ReadCosts::learn(&mut self.costs.sector_ns, (r.end - r.start) as f64);
@@ -385,13 +388,22 @@ impl HybridDevice {
             // The superblock will name the last record the tail passes.
             let offset = self.layout.cache_offset(pos % c);
             let mut b = vec![0u8; s as usize];
-            t = t.max(self.ssd.read_at(ssd_t, offset, &mut b)?.end);
-            let h = Header::decode(&b)
-                .filter(|h| h.len() == len && h.format_id == self.log.format_id)
-                .ok_or(HybridError::Corrupt {
-                    what: "log record header",
-                    location: offset,
-                })?;
+            let ours = |b: &[u8]| {
+                Header::decode(b).filter(|h| h.len() == len && h.format_id == self.log.format_id)
+            };
+            let r = self.ssd.read_at(ssd_t, offset, &mut b)?;
+            t = t.max(r.end);
+            let mut h = ours(&b);
+            if h.is_none() {
+                // Read again: a flip on the way does not survive it.
+                t = t.max(self.ssd.read_at(r.end, offset, &mut b)?.end);
+                self.st.checksum_rereads += 1;
+                h = ours(&b);
+            }
+            let h = h.ok_or(HybridError::Corrupt {
+                what: "log record header",
+                location: offset,
+            })?;
             self.log.flushed_prev_seq = h.seq;
         }
         debug_assert!(

@@ -72,6 +72,7 @@ macro_rules! mio {
 
 mod append;
 mod check;
+mod crcs;
 mod device;
 mod error;
 mod flush;

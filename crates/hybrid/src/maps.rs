@@ -11,6 +11,7 @@
 //! [`HEADER`] marks the first slot of a log record and holds its length, so the
 //! flush worker and the reclaimer can walk the log through the map alone.
 
+use crate::crcs::UnitCrcs;
 use crate::error::Result;
 use crate::tablets::{Io, RadixMap, Tablets};
 
@@ -111,15 +112,40 @@ pub(crate) struct Maps {
     pub tabs: Tablets,
     fwd: RadixMap,
     rev: RadixMap,
+    /// The checksum of each cached unit's data, by slot: set when a unit
+    /// is mapped to a slot, cleared with the slot's reverse entry.
+    pub crcs: UnitCrcs,
 }
 
 impl Maps {
-    pub fn new(tabs: Tablets) -> Self {
+    pub fn new(tabs: Tablets, cache_sectors: u64) -> Self {
         Maps {
             tabs,
             fwd: RadixMap::default(),
             rev: RadixMap::default(),
+            crcs: UnitCrcs::new(cache_sectors),
         }
+    }
+
+    /// Maps `home` to its new copy at `slot` (data with checksum `crc`);
+    /// returns the copy it replaces, now unmapped, if there was one.
+    pub fn map_copy(
+        &mut self,
+        io: &mut Io,
+        (home, slot): (u64, u64),
+        dirty: bool,
+        missing: u8,
+        crc: u32,
+    ) -> Result<Option<Entry>> {
+        let old = decode(self.fwd_get(io, home)?);
+        if let Some(old) = old {
+            debug_assert!(old.value != slot, "a copy replaces another slot's");
+            self.rev_clear(io, old.value)?;
+        }
+        self.fwd_set(io, home, encode(slot, dirty, missing))?;
+        self.rev_set(io, slot, encode(home, dirty, missing))?;
+        self.crcs.set(slot, crc);
+        Ok(old)
     }
 
     pub fn fwd_get(&mut self, io: &mut Io, home: u64) -> Result<u64> {
@@ -141,7 +167,9 @@ impl Maps {
     pub fn rev_set(&mut self, io: &mut Io, slot: u64, e: u64) -> Result<()> {
         self.rev.set(&mut self.tabs, io, slot, e)
     }
+    /// Unmaps `slot` (and forgets its checksum).
     pub fn rev_clear(&mut self, io: &mut Io, slot: u64) -> Result<()> {
+        self.crcs.clear(slot);
         self.rev.clear(&mut self.tabs, io, slot)
     }
 

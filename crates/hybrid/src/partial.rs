@@ -88,10 +88,8 @@ impl HybridDevice {
             missing[k] = match cached {
                 Some(e) => {
                     let at = ((unit - first) * u) as usize;
-                    let off = self.layout.cache_offset(e.value);
-                    let r =
-                        self.ssd
-                            .read_at(issue.max(*t), off, &mut whole[at..at + u as usize])?;
+                    let old = &mut whole[at..at + u as usize];
+                    let r = self.read_units(issue.max(*t), e.value, old)?;
                     span.add(r);
                     *t = (*t).max(r.end);
                     self.st.merge_reads += 1;
@@ -138,10 +136,7 @@ impl HybridDevice {
         let (u, hs) = (self.layout.sector as usize, self.host_sector as usize);
         let mut copy = vec![0u8; u];
         for &(i, slot, missing) in overlays {
-            span.add(
-                self.ssd
-                    .read_at(t, self.layout.cache_offset(slot), &mut copy)?,
-            );
+            span.add(self.read_units(t, slot, &mut copy)?);
             let unit = &mut buf[i as usize * u..(i as usize + 1) * u];
             debug_assert!(
                 missing != 0 && missing != self.full_mask(),

@@ -73,6 +73,12 @@ pub struct HybridStats {
     pub tablet_loads: u64,
     /// Tablets written out to the mapping region.
     pub tablet_stores: u64,
+    /// Memory the checksums of the cached units take (4.125 bytes per unit
+    /// of cache).
+    pub checksum_memory_bytes: u64,
+    /// Reads from the SSD repeated because the first failed its checksum
+    /// (a cached unit, a log record during recovery, a tablet).
+    pub checksum_rereads: u64,
     /// Present when the device was opened (recovered) rather than created.
     pub recovery: Option<RecoveryReport>,
 }
