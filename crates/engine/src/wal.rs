@@ -73,9 +73,11 @@ const VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Reads of a record that fails its checks before it counts as damaged.
 const READS: usize = 3;
-/// Bytes after a damaged record searched for the record that follows it,
-/// when the damaged record's own length cannot be trusted.
+/// Bytes after the end of the log searched for later records that say the
+/// end is not one: the longest record a lost write can hide.
 const SEARCH_WINDOW: u64 = 4 << 20;
+/// Bytes of that window read at a time.
+const SEARCH_CHUNK: u64 = 1 << 20;
 
 pub(crate) struct Wal {
     /// The region: two halves, epochs alternate between them.
@@ -331,58 +333,66 @@ impl Wal {
     }
 
     /// Where recovery stopped (`pos`, expecting `next_seq`; `head` the
-    /// sector there): blank space or an earlier epoch's record is the end
-    /// of the log; anything else is a torn or damaged record, and the
-    /// records after it say which.
+    /// sector there): whatever it holds (blank space, an earlier epoch's
+    /// record, a torn or damaged one), the records of this epoch written
+    /// after it decide whether it was the end of the log. A write the
+    /// device lost or sent elsewhere leaves its slot as it was, blank or
+    /// stale, so a blank is no proof of the end either.
     fn check_end(&self, disk: &mut Disk, head: &[u8]) -> Result<()> {
         let (pos, lost) = (self.pos, self.next_seq);
-        let mut at = match self.header(head) {
-            Header::Blank | Header::Stale(_) => return Ok(()),
+        let from = match self.header(head) {
             // Its header is whole: the next record follows it.
             Header::Ours(s) if s == lost => {
-                let plen = u32_at(head, 16);
-                Some(pos + self.record_len(plen as usize))
+                let next = pos + self.record_len(u32_at(head, 16) as usize);
+                if next < self.len {
+                    next
+                } else {
+                    pos + self.sector
+                }
             }
-            _ => self.search(disk, pos, lost + 1)?,
+            _ => pos,
         };
-        let mut seq = lost + 1;
-        while let Some(p) = at {
-            let Found::Record(r) = self.read_at(disk, p, seq)? else {
-                break;
-            };
-            debug_assert!(seq > lost, "only records after the damaged one vouch");
-            if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
-                return Err(corrupt(
-                    Structure::LogRecord,
-                    Location::Record(lost),
-                    "damaged, and a later record says it was durable",
-                ));
-            }
-            at = Some(p + r.total);
-            seq += 1;
-        }
-        Ok(())
+        self.vouch_scan(disk, from, lost)
     }
 
-    /// The offset of a header of record `seq` in the window after `pos`.
-    fn search(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Option<u64>> {
-        let from = pos + self.sector;
-        let to = (pos + SEARCH_WINDOW).min(self.len);
-        if from >= to {
-            return Ok(None);
+    /// Reads the window after `from` (to the half's end at most) for
+    /// records of this epoch numbered `lost` or later. One that says
+    /// record `lost` was durable, or is `lost` itself away from its place
+    /// (a write that went astray), makes the end of the log at `lost`
+    /// [`Error::Corrupt`]. Records after the last flush say nothing, so a
+    /// torn tail still ends the log.
+    fn vouch_scan(&self, disk: &mut Disk, from: u64, lost: u64) -> Result<()> {
+        let to = from.saturating_add(SEARCH_WINDOW).min(self.len);
+        let (s, mut next, mut at) = (self.sector as usize, from, from);
+        while at < to {
+            let len = SEARCH_CHUNK.min(to - at);
+            let mut buf = vec![0u8; len as usize];
+            disk.read(Region::Wal, self.start + at, &mut buf)?;
+            for (i, head) in buf.chunks_exact(s).enumerate() {
+                let p = at + (i * s) as u64;
+                let seq = match self.header(head) {
+                    Header::Ours(seq) if seq >= lost && p >= next => seq,
+                    _ => continue,
+                };
+                let Found::Record(r) = self.read_at(disk, p, seq)? else {
+                    continue;
+                };
+                let why = match seq == lost {
+                    true => "missing from its place, and found elsewhere: a write went astray",
+                    false if r.back != u16::MAX && seq.saturating_sub(u64::from(r.back)) >= lost => {
+                        "missing or damaged, and a later record says it was durable"
+                    }
+                    false => {
+                        next = p + r.total;
+                        continue;
+                    }
+                };
+                return Err(corrupt(Structure::LogRecord, Location::Record(lost), why));
+            }
+            at += len;
         }
-        let mut buf = vec![0u8; (to - from) as usize];
-        disk.read(Region::Wal, self.start + from, &mut buf)?;
-        let s = self.sector as usize;
-        let at = buf
-            .chunks_exact(s)
-            .position(|h| self.header(h) == Header::Ours(seq))
-            .map(|i| from + (i * s) as u64);
-        debug_assert!(
-            at.is_none_or(|a| a % self.sector == 0 && a < self.len),
-            "found on a sector of the half"
-        );
-        Ok(at)
+        debug_assert!(at >= to, "the window was read to its end");
+        Ok(())
     }
 
     /// Offset and length of the records written in the current epoch.
