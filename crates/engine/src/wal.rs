@@ -314,9 +314,15 @@ impl Wal {
 
     /// Reads the valid records from the start of the region, beginning with
     /// sequence number `self.next_seq`, and positions the log after them.
-    /// A damaged record that a later record says was durable is
-    /// [`Error::Corrupt`], not the end of the log.
-    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<Logged>> {
+    /// A damaged or missing record that a later record says was durable is
+    /// [`Error::Corrupt`], not the end of the log; unless the last record
+    /// read is a mark that no record follows (`ends`), the log after it is
+    /// searched for such a record.
+    pub fn recover(
+        &mut self,
+        disk: &mut Disk,
+        ends: impl Fn(&Logged) -> bool,
+    ) -> Result<Vec<Logged>> {
         let mut out = Vec::new();
         let first = self.next_seq;
         self.pos = 0;
@@ -334,8 +340,9 @@ impl Wal {
                 Found::Not(head) => break head,
             }
         };
-        if let Some(head) = end {
-            self.check_end(disk, &head)?;
+        match end {
+            Some(head) if !out.last().is_some_and(ends) => self.check_end(disk, &head)?,
+            _ => {}
         }
         debug_assert_eq!(
             out.len() as u64,
@@ -559,7 +566,7 @@ mod tests {
                 d.write(Region::Wal, at * 512, &b).unwrap();
             }
             let mut r = Wal::new(0, 2 * HALF, 512, 1, 4);
-            let got = r.recover(&mut d);
+            let got = r.recover(&mut d, |_| false);
             let _ = r.next_epoch(&mut d);
             if damage.is_empty() {
                 prop_assert_eq!(got.map(|g| g.len()).ok(), Some(written));

@@ -236,3 +236,36 @@ fn a_recovery_cut_short_before_its_checkpoint_is_not_a_lost_one() {
     let db = Db::open(Box::new(dev.clone()), o).unwrap();
     assert_eq!(db.scan(..).unwrap().len(), 50);
 }
+
+#[test]
+fn a_log_that_ends_with_the_mark_of_a_close_is_not_searched_past_it() {
+    for clean in [true, false] {
+        let dev = Shared::new(MemDevice::new(Geometry {
+            sector_size: 512,
+            erase_unit: None,
+            capacity: 64 << 20,
+            program_once: false,
+        }));
+        let o = opts()
+            .max_size(64 << 20)
+            .wal_size(16 << 20)
+            .build()
+            .unwrap();
+        let db = Db::open(Box::new(dev.clone()), o.clone()).unwrap();
+        db.put(b"k", b"v").unwrap();
+        // A close marks where the log ends; a crash leaves no mark.
+        drop(match clean {
+            true => db.close().unwrap(),
+            false => db.into_device(),
+        });
+        let db = Db::open(Box::new(dev.clone()), o).unwrap();
+        let read = db.stats().wal_io.read_bytes;
+        // The next epoch's first 1 MiB is read either way (a lost
+        // checkpoint); after a crash, 4 MiB past the end as well.
+        match clean {
+            true => assert!(read < 2 << 20, "{read} bytes of log read"),
+            false => assert!(read > 5 << 20, "{read} bytes of log read"),
+        }
+        assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
+    }
+}

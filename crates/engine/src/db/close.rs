@@ -5,6 +5,7 @@ use flashkv_device::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry
 
 use super::{Core, Db, Devices};
 use crate::redo;
+use crate::wal::Logged;
 
 /// Writes of the mark a drop leaves at the end of the log, at most.
 const MARKS: usize = 3;
@@ -76,34 +77,42 @@ impl BlockDevice for Detached {
     }
 }
 
+/// The mark a closed or dropped store leaves at the end of its log: an
+/// images record of no page, which nothing else writes (a write back logs
+/// at least one image) and which replays as nothing.
+fn end_mark() -> Vec<u8> {
+    redo::Writer::images(0, 0).finish()
+}
+
+/// Whether `r` is the mark a closed or dropped store left: its log ends
+/// there.
+pub(super) fn is_end_mark(r: &Logged) -> bool {
+    r.kind == redo::IMAGES_RECORD && r.payload == end_mark()
+}
+
 impl Core {
-    /// Appends an empty batch after the log's last record, unflushed: its
-    /// durable distance says which records a flush made durable. Recovery
-    /// tells a durable record that a write lost (or sent elsewhere) from a
-    /// torn tail only by such a later record, which a store dropped right
-    /// after its last flush would otherwise not have.
+    /// Appends the end mark ([`is_end_mark`]) after the log's last record,
+    /// unflushed. Its durable distance says which records a flush made
+    /// durable, and recovery tells a durable record that a write lost (or
+    /// sent elsewhere) from a torn tail only by a later record like it,
+    /// which a store dropped right after its last flush would otherwise not
+    /// have; and a log that ends with it needs no search past its end.
     ///
     /// A mark the device lost vouches for nothing, so it is read back, and
     /// written again (as the next record) up to [`MARKS`] times. Best
-    /// effort: without a mark, recovery ends the log as it always did.
-    fn mark_log_end(&mut self) {
-        if self
-            .disk
-            .journal
-            .as_ref()
-            .is_none_or(|w| w.written().1 == 0)
-        {
-            return;
-        }
-        let end = redo::Writer::new(&self.meta, 0).finish();
+    /// effort: without a mark, recovery searches past the end as it does
+    /// after a crash.
+    pub(super) fn mark_log_end(&mut self) {
+        let mark = end_mark();
         for _ in 0..MARKS {
-            if self.disk.append(redo::REDO_RECORD, &end).is_err() {
+            if self.disk.journal.is_none() || self.disk.append(redo::IMAGES_RECORD, &mark).is_err()
+            {
                 return;
             }
             let Some(w) = self.disk.journal.take() else {
                 return;
             };
-            let landed = w.last_reads_back(&mut self.disk, end.len());
+            let landed = w.last_reads_back(&mut self.disk, mark.len());
             self.disk.journal = Some(w);
             if !matches!(landed, Ok(false)) {
                 return;

@@ -615,16 +615,19 @@ impl Db {
         self.lock()?.guard(Core::checkpoint)
     }
 
-    /// Checkpoints and returns the device.
+    /// Checkpoints, marks the end of the log, and returns the device.
     pub fn close(self) -> Result<Box<dyn BlockDevice>> {
-        self.checkpoint()?;
-        Ok(self.into_device())
+        Ok(self.close_with_log()?.0)
     }
 
-    /// Checkpoints and returns the device and the log device, if the store
-    /// has one ([`Db::open_with_log`]).
+    /// Checkpoints, marks the end of the log, and returns the device and
+    /// the log device, if the store has one ([`Db::open_with_log`]).
     pub fn close_with_log(self) -> Result<Devices> {
-        self.checkpoint()?;
+        self.lock()?.guard(|c| {
+            c.checkpoint()?;
+            c.mark_log_end();
+            Ok(())
+        })?;
         Ok(self.into_devices())
     }
 
@@ -691,10 +694,14 @@ impl Core {
         let log_sector = u64::from(disk.log_geo.sector_size);
         let mut wal = Wal::new(l.wal_start, l.wal_len, log_sector, ckpt.wal_seq, ckpt.seq);
         // Checkpoint 0 has no log; a store made just now has no next epoch.
-        let records = match created {
+        let mut records = match created {
             true => Vec::new(),
-            false => wal.recover(&mut disk)?,
+            false => wal.recover(&mut disk, close::is_end_mark)?,
         };
+        // The marks of a store closed or dropped replay as nothing.
+        while records.last().is_some_and(close::is_end_mark) {
+            records.pop();
+        }
         let next = match fresh {
             true => Next::Nothing,
             false => wal.next_epoch(&mut disk)?,
