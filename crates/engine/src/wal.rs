@@ -18,10 +18,13 @@
 //! unknown or further), sequence number, payload length, crc32c over the
 //! header's other 28 bytes and the payload, epoch.
 //!
-//! The durable distance tells a torn tail from a damaged record: when the
-//! record recovery stops at is followed by a valid record that says it was
-//! durable, that record was acknowledged and then damaged, which is
-//! [`Error::Corrupt`], never a silent end of the log.
+//! The durable distance tells a torn tail from a damaged or lost record:
+//! when the record recovery stops at is followed by a valid record that
+//! says it was durable, that record was acknowledged and then damaged, or
+//! its write was lost or sent elsewhere, which is [`Error::Corrupt`], never
+//! a silent end of the log. A lost write leaves its slot blank or stale, so
+//! the records after a blank end are looked for too; and records of the
+//! next epoch in the other half say that epoch's checkpoint was written.
 
 use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
@@ -33,6 +36,22 @@ pub(crate) struct Logged {
     pub seq: u64,
     pub kind: u8,
     pub payload: Vec<u8>,
+}
+
+/// What the other half of the log holds of the epoch after the one
+/// recovered.
+pub(crate) enum Next {
+    Nothing,
+    /// One record, at the start of the half: maybe a copy recovery made.
+    Copy(Logged),
+    /// More than that.
+    More,
+}
+
+impl Next {
+    fn take(&mut self) -> Next {
+        std::mem::replace(self, Next::Nothing)
+    }
 }
 
 /// A record read back.
@@ -73,9 +92,11 @@ const VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Reads of a record that fails its checks before it counts as damaged.
 const READS: usize = 3;
-/// Bytes after a damaged record searched for the record that follows it,
-/// when the damaged record's own length cannot be trusted.
+/// Bytes after the end of the log searched for later records that say the
+/// end is not one: the longest record a lost write can hide.
 const SEARCH_WINDOW: u64 = 4 << 20;
+/// Bytes of that window read at a time.
+const SEARCH_CHUNK: u64 = 1 << 20;
 
 pub(crate) struct Wal {
     /// The region: two halves, epochs alternate between them.
@@ -300,9 +321,15 @@ impl Wal {
 
     /// Reads the valid records from the start of the region, beginning with
     /// sequence number `self.next_seq`, and positions the log after them.
-    /// A damaged record that a later record says was durable is
-    /// [`Error::Corrupt`], not the end of the log.
-    pub fn recover(&mut self, disk: &mut Disk) -> Result<Vec<Logged>> {
+    /// A damaged or missing record that a later record says was durable is
+    /// [`Error::Corrupt`], not the end of the log; unless the last record
+    /// read is a mark that no record follows (`ends`), the log after it is
+    /// searched for such a record.
+    pub fn recover(
+        &mut self,
+        disk: &mut Disk,
+        ends: impl Fn(&Logged) -> bool,
+    ) -> Result<Vec<Logged>> {
         let mut out = Vec::new();
         let first = self.next_seq;
         self.pos = 0;
@@ -320,8 +347,9 @@ impl Wal {
                 Found::Not(head) => break head,
             }
         };
-        if let Some(head) = end {
-            self.check_end(disk, &head)?;
+        match end {
+            Some(head) if !out.last().is_some_and(ends) => self.check_end(disk, &head)?,
+            _ => {}
         }
         debug_assert_eq!(
             out.len() as u64,
@@ -338,58 +366,131 @@ impl Wal {
     }
 
     /// Where recovery stopped (`pos`, expecting `next_seq`; `head` the
-    /// sector there): blank space or an earlier epoch's record is the end
-    /// of the log; anything else is a torn or damaged record, and the
-    /// records after it say which.
+    /// sector there): whatever it holds (blank space, an earlier epoch's
+    /// record, a torn or damaged one), the records of this epoch written
+    /// after it decide whether it was the end of the log. A write the
+    /// device lost or sent elsewhere leaves its slot as it was, blank or
+    /// stale, so a blank is no proof of the end either.
     fn check_end(&self, disk: &mut Disk, head: &[u8]) -> Result<()> {
         let (pos, lost) = (self.pos, self.next_seq);
-        let mut at = match self.header(head) {
-            Header::Blank | Header::Stale(_) => return Ok(()),
-            // Its header is whole: the next record follows it.
-            Header::Ours(s) if s == lost => {
-                let plen = u32_at(head, 16);
-                Some(pos + self.record_len(plen as usize))
-            }
-            _ => self.search(disk, pos, lost + 1)?,
-        };
-        let mut seq = lost + 1;
-        while let Some(p) = at {
-            let Found::Record(r) = self.read_at(disk, p, seq)? else {
-                break;
-            };
-            debug_assert!(seq > lost, "only records after the damaged one vouch");
-            if r.back != u16::MAX && seq - u64::from(r.back) >= lost {
-                return Err(corrupt(
-                    Structure::LogRecord,
-                    Location::Record(lost),
-                    "damaged, and a later record says it was durable",
-                ));
-            }
-            at = Some(p + r.total);
-            seq += 1;
+        let mut highest = lost;
+        if self.header(head) != Header::Ours(lost) {
+            return self.vouch_scan(disk, pos, lost, &mut highest);
+        }
+        // Its header is whole: the next record follows it, maybe past the
+        // window (a write astray may also have landed inside it).
+        self.vouch_scan(disk, pos + self.sector, lost, &mut highest)?;
+        let next = pos + self.record_len(u32_at(head, 16) as usize);
+        if next >= pos + SEARCH_WINDOW && next < self.len {
+            self.vouch_scan(disk, next, lost, &mut highest)?;
         }
         Ok(())
     }
 
-    /// The offset of a header of record `seq` in the window after `pos`.
-    fn search(&self, disk: &mut Disk, pos: u64, seq: u64) -> Result<Option<u64>> {
-        let from = pos + self.sector;
-        let to = (pos + SEARCH_WINDOW).min(self.len);
-        if from >= to {
-            return Ok(None);
+    /// Reads the window after `from` for records of this epoch written
+    /// after record `lost`. One that says `lost` was durable, or one out
+    /// of order (numbered at most `highest`, the highest seen so far: a
+    /// write that went astray), makes the end of the log at `lost`
+    /// [`Error::Corrupt`]. Records after the last flush say nothing, so a
+    /// torn tail still ends the log.
+    fn vouch_scan(&self, disk: &mut Disk, from: u64, lost: u64, highest: &mut u64) -> Result<()> {
+        let mut why = None;
+        self.each_record(disk, (from, SEARCH_WINDOW), |_, seq, r| {
+            if seq <= *highest {
+                why = Some(
+                    "missing from its place, and a record lies out of order: a write went astray",
+                );
+            } else if r.back != u16::MAX && seq.saturating_sub(u64::from(r.back)) >= lost {
+                why = Some("missing or damaged, and a later record says it was durable");
+            }
+            *highest = seq;
+            why.is_none()
+        })?;
+        match why {
+            Some(why) => Err(corrupt(Structure::LogRecord, Location::Record(lost), why)),
+            None => Ok(()),
         }
-        let mut buf = vec![0u8; (to - from) as usize];
-        disk.read(Region::Wal, self.start + from, &mut buf)?;
-        let s = self.sector as usize;
-        let at = buf
-            .chunks_exact(s)
-            .position(|h| self.header(h) == Header::Ours(seq))
-            .map(|i| from + (i * s) as u64);
-        debug_assert!(
-            at.is_none_or(|a| a % self.sector == 0 && a < self.len),
-            "found on a sector of the half"
+    }
+
+    /// Calls `f` with the offset, sequence number and contents of each
+    /// valid record of this epoch in the `window` bytes after `from` (to
+    /// the half's end at most), read in large chunks, until `f` says stop.
+    fn each_record(
+        &self,
+        disk: &mut Disk,
+        (from, window): (u64, u64),
+        mut f: impl FnMut(u64, u64, Record) -> bool,
+    ) -> Result<()> {
+        let to = from.saturating_add(window).min(self.len);
+        let (s, mut next, mut at) = (self.sector as usize, from, from);
+        while at < to {
+            let len = SEARCH_CHUNK.min(to - at);
+            let mut buf = vec![0u8; len as usize];
+            disk.read(Region::Wal, self.start + at, &mut buf)?;
+            for (i, head) in buf.chunks_exact(s).enumerate() {
+                let p = at + (i * s) as u64;
+                let Header::Ours(seq) = self.header(head) else {
+                    continue;
+                };
+                if p < next {
+                    continue;
+                }
+                // Read again from the device: a flip on the way is retried.
+                if let Found::Record(r) = self.read_at(disk, p, seq)? {
+                    next = p + r.total;
+                    if !f(p, seq, r) {
+                        return Ok(());
+                    }
+                }
+            }
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// What the start of the other half holds of the next epoch. Nothing,
+    /// unless checkpoint `epoch + 1` was written (the log moves to the new
+    /// half only once it is durable), or a recovery copied what it found
+    /// there ([`Next::Copy`]: one record, at the start) and was cut short
+    /// before writing that checkpoint.
+    pub fn next_epoch(&self, disk: &mut Disk) -> Result<Next> {
+        let epoch = self.epoch + 1;
+        let next = Wal {
+            start: self.region + (epoch % 2) * self.len,
+            epoch,
+            pos: 0,
+            ..*self
+        };
+        debug_assert_ne!(
+            next.start, self.start,
+            "the next epoch is in the other half"
         );
-        Ok(at)
+        let mut found = Next::Nothing;
+        // Finding it takes a second fault (a lost first record), so the
+        // search is short: one chunk.
+        next.each_record(disk, (0, SEARCH_CHUNK), |p, seq, r| {
+            found = match (found.take(), p) {
+                (Next::Nothing, 0) => Next::Copy(Logged {
+                    seq,
+                    kind: r.kind,
+                    payload: r.payload,
+                }),
+                _ => Next::More,
+            };
+            matches!(found, Next::Copy(_))
+        })?;
+        Ok(found)
+    }
+
+    /// Whether the record appended last, of `payload` bytes, reads back.
+    pub fn last_reads_back(&self, disk: &mut Disk, payload: usize) -> Result<bool> {
+        let total = self.record_len(payload);
+        assert!(
+            self.pos >= total,
+            "a record of {payload} bytes was appended"
+        );
+        let found = self.read_at(disk, self.pos - total, self.next_seq - 1)?;
+        Ok(matches!(found, Found::Record(_)))
     }
 
     /// Offset and length of the records written in the current epoch.
@@ -410,5 +511,73 @@ impl Wal {
         self.pos = 0;
         self.clean_to = 0;
         self.epoch = epoch;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flashkv_device::{Geometry, MemDevice};
+    use proptest::prelude::*;
+
+    const HALF: u64 = 32 << 10;
+
+    fn disk() -> Disk {
+        let geo = Geometry {
+            sector_size: 512,
+            erase_unit: None,
+            capacity: 2 * HALF,
+            program_once: false,
+        };
+        Disk::new(Box::new(MemDevice::new(geo)), None)
+    }
+
+    fn sector(disk: &mut Disk, s: u64) -> Vec<u8> {
+        let mut b = vec![0u8; 512];
+        disk.read(Region::Wal, s * 512, &mut b).unwrap();
+        b
+    }
+
+    proptest! {
+        /// Records of two epochs, then sectors zeroed (a lost write),
+        /// scribbled on, or copied elsewhere (a write astray): recovery
+        /// and the look at the next epoch answer, never panic, and a log
+        /// left whole reads back whole.
+        #[test]
+        fn recovery_survives_any_log(
+            lens in proptest::collection::vec((0usize..1500, any::<bool>()), 0..12),
+            next in 0usize..3,
+            damage in proptest::collection::vec((0u64..128, 0u64..128, 0u8..3, any::<u8>()), 0..6),
+        ) {
+            let mut d = disk();
+            let mut w = Wal::new(0, 2 * HALF, 512, 1, 4);
+            let mut written = 0;
+            for (len, flush) in &lens {
+                if w.append(&mut d, 4, &vec![7; *len]).is_ok() {
+                    written += 1;
+                }
+                if *flush {
+                    w.flushed();
+                }
+            }
+            let mut n = Wal::new(0, 2 * HALF, 512, w.next_seq, 5);
+            for _ in 0..next {
+                let _ = n.append(&mut d, 4, &[1; 40]);
+            }
+            for &(at, from, how, byte) in &damage {
+                let b = match how {
+                    0 => vec![0; 512],
+                    1 => vec![byte; 512],
+                    _ => sector(&mut d, from),
+                };
+                d.write(Region::Wal, at * 512, &b).unwrap();
+            }
+            let mut r = Wal::new(0, 2 * HALF, 512, 1, 4);
+            let got = r.recover(&mut d, |_| false);
+            let _ = r.next_epoch(&mut d);
+            if damage.is_empty() {
+                prop_assert_eq!(got.map(|g| g.len()).ok(), Some(written));
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The database: open, the public API, commits and checkpoints
 //! (recovery is in [`recover`]).
 
+mod close;
 mod recover;
 
 use std::ops::{Bound, RangeBounds};
@@ -22,7 +23,7 @@ use crate::page::{PageId, NO_PAGE};
 use crate::redo;
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
-use crate::wal::{Logged, Wal};
+use crate::wal::{Logged, Next, Wal};
 
 /// Default virtual capacity of a store in a file (the file grows as the
 /// store does, so this is a limit, not a size).
@@ -648,24 +649,25 @@ impl Db {
         self.lock()?.guard(Core::checkpoint)
     }
 
-    /// Checkpoints and returns the device.
+    /// Checkpoints, marks the end of the log, and returns the device.
     pub fn close(self) -> Result<Box<dyn BlockDevice>> {
-        self.checkpoint()?;
-        Ok(self.into_device())
+        Ok(self.close_with_log()?.0)
     }
 
-    /// Checkpoints and returns the device and the log device, if the store
-    /// has one ([`Db::open_with_log`]).
+    /// Checkpoints, marks the end of the log, and returns the device and
+    /// the log device, if the store has one ([`Db::open_with_log`]).
     pub fn close_with_log(self) -> Result<Devices> {
-        self.checkpoint()?;
-        let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());
-        Ok((c.disk.dev, c.disk.log))
+        self.lock()?.guard(|c| {
+            c.checkpoint()?;
+            c.mark_log_end();
+            Ok(())
+        })?;
+        Ok(self.into_devices())
     }
 
     /// Returns the device as it is, without writing anything (for crash tests).
     pub fn into_device(self) -> Box<dyn BlockDevice> {
-        let c = self.core.into_inner().unwrap_or_else(|e| e.into_inner());
-        c.disk.dev
+        self.into_devices().0
     }
 
     /// Counters since open.
@@ -719,15 +721,24 @@ impl Core {
         file_len: Option<u64>,
     ) -> Result<Core> {
         let mut disk = Disk::new(device, log);
-        let ckpt = Self::recognise(&mut disk, &opts, mode == Mode::Create)?;
+        let (ckpt, fresh) = Self::recognise(&mut disk, &opts, mode == Mode::Create)?;
         let store = Self::open_store(&ckpt, &disk, file_len)?;
         let created = ckpt.seq == 0;
         let l = ckpt.layout;
         let log_sector = u64::from(disk.log_geo.sector_size);
         let mut wal = Wal::new(l.wal_start, l.wal_len, log_sector, ckpt.wal_seq, ckpt.seq);
-        let records = match created {
+        // Checkpoint 0 has no log; a store made just now has no next epoch.
+        let mut records = match created {
             true => Vec::new(),
-            false => wal.recover(&mut disk)?,
+            false => wal.recover(&mut disk, close::is_end_mark)?,
+        };
+        // The marks of a store closed or dropped replay as nothing.
+        while records.last().is_some_and(close::is_end_mark) {
+            records.pop();
+        }
+        let next = match fresh {
+            true => Next::Nothing,
+            false => wal.next_epoch(&mut disk)?,
         };
         let read_only = mode == Mode::ReadOnly;
         if read_only && (created || !records.is_empty()) {
@@ -736,8 +747,9 @@ impl Core {
         }
         let mut core = Core::new(disk, store, &ckpt, &opts, read_only);
         core.trim_log = file_len.is_some();
-        if !read_only {
-            core.start(records, wal, opts.lab.wal, created)?;
+        match read_only {
+            true => core.check_next_epoch(&next, false)?,
+            false => core.start(records, &next, wal, opts.lab.wal, created)?,
         }
         Ok(core)
     }
@@ -815,18 +827,21 @@ impl Core {
         }
     }
 
-    /// Makes an opened store ready for writing: replays `records`, copies
-    /// them into a new epoch, creates the tree of a new store, and
-    /// checkpoints.
+    /// Makes an opened store ready for writing: replays `records`, checks
+    /// that no later checkpoint was lost (`next`: the next epoch's first
+    /// records), copies them into a new epoch, creates the tree of a new
+    /// store, and checkpoints.
     fn start(
         &mut self,
         records: Vec<Logged>,
+        next: &Next,
         mut wal: Wal,
         log: bool,
         created: bool,
     ) -> Result<()> {
         let recovered = !records.is_empty();
         self.recover(records)?;
+        self.check_next_epoch(next, recovered)?;
         if recovered {
             self.guard(|c| c.relog(&mut wal))?;
         }
@@ -849,8 +864,8 @@ impl Core {
     /// The newest checkpoint on the device; on a blank device (when
     /// `create`) the first checkpoint of a new store, written before
     /// anything else so that a store whose creation a crash interrupted is
-    /// still recognised as one.
-    fn recognise(disk: &mut Disk, opts: &Options, create: bool) -> Result<Checkpoint> {
+    /// still recognised as one. True with a checkpoint written just now.
+    fn recognise(disk: &mut Disk, opts: &Options, create: bool) -> Result<(Checkpoint, bool)> {
         let geo = disk.geo;
         let align = geo.erase_unit.unwrap_or(u64::from(geo.sector_size));
         let slot_len = round_up(SLOT_BYTES, align);
@@ -876,7 +891,7 @@ impl Core {
                     }
                     (id, true) => logdev::check_header(disk, id)?,
                 }
-                Ok(c)
+                Ok((c, false))
             }
             None if create => {
                 let c = Self::plan(opts, disk, slot_len)?;
@@ -884,7 +899,7 @@ impl Core {
                     logdev::write_header(disk, c.log_id)?;
                 }
                 c.write(disk)?;
-                Ok(c)
+                Ok((c, true))
             }
             None => Err(Error::NotAStore),
         }
@@ -1206,6 +1221,9 @@ impl Core {
     /// Writes checkpoint `seq` of the store as it is now, its log starting
     /// at record `wal_seq`, and makes it the current one.
     fn write_checkpoint(&mut self, seq: u64, wal_seq: u64) -> Result<()> {
+        // The log that rebuilds the pages written since the last
+        // checkpoint is retired with it: they must be on the device.
+        self.store.verify(&mut self.disk)?;
         let mut state = Vec::new();
         self.store.encode_state(&mut state);
         Checkpoint {

@@ -16,7 +16,7 @@ use crate::error::{bad_page, corrupt, Location, Result, Structure};
 use crate::le::{u32_at, u64_at};
 use crate::page::{Op, Page, PageId};
 use crate::redo::{self, Entry};
-use crate::wal::{Logged, Wal};
+use crate::wal::{Logged, Next, Wal};
 
 /// Write-ahead log record kind of a committed batch as whole page images
 /// (written by earlier versions; read still).
@@ -99,18 +99,52 @@ impl Core {
         wal.reset(epoch);
         self.pool.new_epoch();
         let first = wal.next_seq;
+        let (copy, ids) = self.recovery_copy();
+        wal.append(&mut self.disk, redo::REDO_RECORD, &copy)?;
+        assert_eq!(wal.next_seq, first + 1, "what recovery found is one record");
+        for id in ids {
+            self.pool.mark_imaged(id);
+        }
+        self.write_checkpoint(epoch, first)
+    }
+
+    /// The record [`Core::relog`] writes: the tree state and an image of
+    /// every page recovery rebuilt, in page order; and those pages.
+    fn recovery_copy(&self) -> (Vec<u8>, Vec<PageId>) {
         let pages = self.pool.dirty();
         let ids: Vec<PageId> = pages.iter().map(|p| p.id()).collect();
         let mut rec = redo::Writer::new(&self.meta, pages.len() * self.store.page_size());
         for p in pages {
             rec.image(p);
         }
-        wal.append(&mut self.disk, redo::REDO_RECORD, &rec.finish())?;
-        assert_eq!(wal.next_seq, first + 1, "what recovery found is one record");
-        for id in ids {
-            self.pool.mark_imaged(id);
+        debug_assert!(ids.is_sorted(), "the copy lists pages in order");
+        (rec.finish(), ids)
+    }
+
+    /// Fails if a checkpoint after the one opened was lost (a write the
+    /// device dropped or sent elsewhere leaves the older one newest):
+    /// records of the next epoch (`next`) say checkpoint `ckpt_seq + 1`
+    /// was durable, unless they are one record that is this recovery's
+    /// own copy (`recovered`: it replayed records), left by a recovery a
+    /// crash cut short.
+    pub(super) fn check_next_epoch(&self, next: &Next, recovered: bool) -> Result<()> {
+        let copy = match next {
+            Next::Nothing => return Ok(()),
+            Next::Copy(only) => {
+                recovered
+                    && only.kind == redo::REDO_RECORD
+                    && only.payload == self.recovery_copy().0
+            }
+            Next::More => false,
+        };
+        if copy {
+            return Ok(());
         }
-        self.write_checkpoint(epoch, first)
+        Err(corrupt(
+            Structure::Checkpoint,
+            Location::Offset(((self.ckpt_seq + 1) % 2) * self.layout.slot_len),
+            "missing, and the log holds records written after it",
+        ))
     }
 }
 

@@ -10,12 +10,22 @@
 //! scratch units at the end of the region and a record naming it is logged
 //! (durably); recovery rewrites units whose image is still in its scratch
 //! unit. Scratch I/O is counted in the meta region, apart from the pages.
+//!
+//! A write the device lost or sent elsewhere leaves the page's previous
+//! image in place, valid by its own checks. The store remembers the
+//! checksum of every image it wrote since open ([`Sealed`]): a page read
+//! back with another one is [`crate::Error::Corrupt`]. Across a reopen the
+//! log rebuilds the pages written since the last checkpoint; the pages a
+//! checkpoint covers are read back before it is written (on devices other
+//! than raw NAND, where a lost write leaves the page erased, which fails
+//! its checksum anyway). That I/O is counted in the meta region too.
 
 use std::collections::BTreeMap;
 
+use super::sealed::Sealed;
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
-use crate::error::{corrupt, Location, Result, Structure};
+use crate::error::{bad_page, corrupt, Location, Result, Structure};
 use crate::io::{Disk, Region};
 use crate::le::{u32_at, u64_at};
 use crate::options::StoreKind;
@@ -23,6 +33,11 @@ use crate::page::{Page, PageId};
 
 /// Write-ahead log record kind of a unit rewrite staged in a scratch unit.
 pub(crate) const UNIT_RECORD: u8 = 3;
+/// Reads of a page that does not read back as written before it counts as
+/// lost: a read corrupted on its way from the medium reads right again.
+const READS: usize = 3;
+/// Largest read of consecutive pages when reading pages back.
+const VERIFY_BYTES: usize = 1 << 20;
 
 pub(crate) struct InPlace {
     start: u64,
@@ -34,6 +49,8 @@ pub(crate) struct InPlace {
     next_scratch: usize,
     /// Largest write of consecutive new pages (at least one page).
     write_size: u64,
+    /// Checksums of the images written since open.
+    sealed: Sealed,
     stats: StoreStats,
 }
 
@@ -59,6 +76,7 @@ impl InPlace {
             scratch,
             next_scratch: 0,
             write_size: page_size as u64,
+            sealed: Sealed::default(),
             stats: StoreStats::default(),
         }
     }
@@ -111,7 +129,7 @@ impl InPlace {
             disk.journal(UNIT_RECORD, &rec)?;
         }
         disk.erase(Region::Data, base, self.unit)?;
-        write_live(disk, base, &unit, self.page_size)?;
+        self.write_live(disk, base, &unit)?;
         disk.data.unit_rewrites += 1;
         self.stats.erases += 1;
         self.stats.unit_rewrites += 1;
@@ -132,6 +150,7 @@ impl InPlace {
                 && (run.len() + img.len()) as u64 <= self.write_size;
             if !joins && !run.is_empty() {
                 disk.write(Region::Data, at, &run)?;
+                self.remember(at, &run);
                 run.clear();
             }
             if run.is_empty() {
@@ -145,19 +164,64 @@ impl InPlace {
         }
         if !run.is_empty() {
             disk.write(Region::Data, at, &run)?;
+            self.remember(at, &run);
         }
         Ok(())
     }
-}
 
-/// Writes the pages of a unit image that hold anything.
-fn write_live(disk: &mut Disk, base: u64, unit: &[u8], page_size: usize) -> Result<()> {
-    for (i, page) in unit.chunks(page_size).enumerate() {
-        if page.iter().any(|&b| b != 0) {
-            disk.write(Region::Data, base + (i * page_size) as u64, page)?;
+    /// Writes the pages of a unit image that hold anything.
+    fn write_live(&mut self, disk: &mut Disk, base: u64, unit: &[u8]) -> Result<()> {
+        for (i, page) in unit.chunks(self.page_size).enumerate() {
+            if page.iter().any(|&b| b != 0) {
+                let at = base + (i * self.page_size) as u64;
+                disk.write(Region::Data, at, page)?;
+                self.remember(at, page);
+            }
+        }
+        Ok(())
+    }
+
+    /// The pages of `images`, written at `at`, were written.
+    fn remember(&mut self, at: u64, images: &[u8]) {
+        let ps = self.page_size;
+        debug_assert!(
+            (at - self.start) % ps as u64 == 0 && images.len() % ps == 0,
+            "whole pages written at {at}"
+        );
+        let first = (at - self.start) / ps as u64;
+        for (id, img) in (first..).zip(images.chunks(ps)) {
+            self.sealed.wrote(id, u32_at(img, 0));
         }
     }
-    Ok(())
+
+    /// Whether `img`, read from page `id`, carries the checksum of the
+    /// image last written there (any, for a page not written since open:
+    /// the log or a checkpoint's read-back vouches for those).
+    fn as_written(&self, id: PageId, img: &[u8]) -> bool {
+        self.sealed
+            .expected(id)
+            .is_none_or(|crc| u32_at(img, 0) == crc)
+    }
+
+    /// [`InPlace::as_written`], and its bytes match that checksum.
+    fn reads_back(&self, id: PageId, img: &[u8]) -> bool {
+        self.as_written(id, img) && crc32c::crc32c(&img[4..]) == u32_at(img, 0)
+    }
+
+    /// Reads page `id` again until it reads back as written, or fails.
+    fn verify_page(&mut self, disk: &mut Disk, id: PageId) -> Result<()> {
+        let mut img = vec![0u8; self.page_size];
+        for _ in 1..READS {
+            disk.read(Region::Meta, self.offset(id), &mut img)?;
+            if self.reads_back(id, &img) {
+                return Ok(());
+            }
+        }
+        Err(bad_page(
+            id,
+            "does not read back as written: the write was lost or went astray",
+        ))
+    }
 }
 
 impl PageStore for InPlace {
@@ -199,7 +263,14 @@ impl PageStore for InPlace {
         let mut buf = vec![0u8; self.page_size].into_boxed_slice();
         disk.read(Region::Data, self.offset(id), &mut buf)?;
         self.stats.page_reads += 1;
-        Page::from_bytes(buf, id)
+        let page = Page::from_bytes(buf, id)?;
+        if !self.as_written(id, page.bytes()) {
+            return Err(bad_page(
+                id,
+                "an older image than the one last written: a write was lost or went astray",
+            ));
+        }
+        Ok(page)
     }
 
     fn run_pages(&self, bytes: u64) -> u64 {
@@ -215,6 +286,7 @@ impl PageStore for InPlace {
         let pages: Vec<Page> = buf
             .chunks(self.page_size)
             .zip(first..)
+            .filter(|(b, id)| self.as_written(*id, b))
             .filter_map(|(b, id)| Page::from_bytes(b.into(), id).ok())
             .collect();
         self.stats.run_pages += pages.len() as u64;
@@ -257,6 +329,30 @@ impl PageStore for InPlace {
         Ok(())
     }
 
+    /// Reads back the pages written since the last checkpoint, runs of
+    /// consecutive pages together, except on raw NAND, where a lost write
+    /// leaves an erased page that fails its checksum.
+    fn verify(&mut self, disk: &mut Disk) -> Result<()> {
+        let ids = self.sealed.take_unverified();
+        if disk.geo.program_once {
+            return Ok(());
+        }
+        let (ps, per) = (self.page_size, (VERIFY_BYTES / self.page_size).max(1));
+        let mut buf = Vec::new();
+        for run in ids.chunk_by(|a, b| *b == a + 1) {
+            for part in run.chunks(per) {
+                buf.resize(part.len() * ps, 0);
+                disk.read(Region::Meta, self.offset(part[0]), &mut buf)?;
+                for (&id, img) in part.iter().zip(buf.chunks(ps)) {
+                    if !self.reads_back(id, img) {
+                        self.verify_page(disk, id)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn encode_state(&self, _: &mut Vec<u8>) {}
 
     fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()> {
@@ -283,7 +379,7 @@ impl PageStore for InPlace {
         if disk.programmed(base, self.unit) {
             disk.erase(Region::Data, base, self.unit)?;
         }
-        write_live(disk, base, &unit, self.page_size)
+        self.write_live(disk, base, &unit)
     }
     fn stats(&self) -> StoreStats {
         self.stats

@@ -2,6 +2,7 @@
 
 mod inplace;
 mod ipl;
+mod sealed;
 
 pub(crate) use inplace::InPlace;
 pub(crate) use ipl::Ipl;
@@ -82,6 +83,15 @@ pub(crate) trait PageStore: Send + Sync {
     }
     /// Writes dirty frames, all of one erase unit, and marks them clean.
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()>;
+    /// Before a checkpoint: checks that the pages written since the last
+    /// one read back as written, where a write the device lost would leave
+    /// an older page that passes its own checks ([`Error::Corrupt`]
+    /// otherwise). By default there is nothing to check.
+    ///
+    /// [`Error::Corrupt`]: crate::Error::Corrupt
+    fn verify(&mut self, _disk: &mut Disk) -> Result<()> {
+        Ok(())
+    }
     /// State to persist in a checkpoint.
     fn encode_state(&self, out: &mut Vec<u8>);
     fn stats(&self) -> StoreStats;
