@@ -159,28 +159,33 @@ fn child_for(p: &Page, key: &[u8]) -> Result<PageId> {
     }
 }
 
-/// The value of `key` when every page it takes is resident in `pool`,
-/// read without changing anything but the pool's record of shared uses;
-/// `Ok(None)`: some page is not resident (or too many uses wait).
-pub(crate) fn get_resident(
+/// `f` of the value of `key` (lent from the page) when every page it
+/// takes is resident in `pool`, read without changing anything but the
+/// pool's record of shared uses; `Ok(None)`: some page is not resident
+/// (or too many uses wait), and `f` did not run.
+pub(crate) fn get_resident<T>(
     pool: &BufferPool,
     meta: &Meta,
     key: &[u8],
-) -> Result<Option<Option<Vec<u8>>>> {
-    let mut used = Vec::with_capacity(8);
+    f: impl FnOnce(Option<&[u8]>) -> T,
+) -> Result<Option<T>> {
+    // The pages passed, for the policy: no allocation per read.
+    let mut used = [NO_PAGE; MAX_DEPTH];
+    let mut n = 0;
     let mut id = meta.root;
     let leaf = loop {
         let Some(p) = pool.peek(id) else {
             return Ok(None);
         };
-        used.push(id);
+        if n == MAX_DEPTH {
+            return Err(bad_tree(meta.root, TOO_DEEP));
+        }
+        used[n] = id;
+        n += 1;
         match p.kind() {
             Kind::Leaf => break p,
             Kind::Internal => id = child_for(p, key)?,
             Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
-        }
-        if used.len() > MAX_DEPTH {
-            return Err(bad_tree(meta.root, TOO_DEEP));
         }
     };
     debug_assert_eq!(leaf.kind(), Kind::Leaf, "a descent ends at a leaf");
@@ -189,13 +194,13 @@ pub(crate) fn get_resident(
         Ok(i) => {
             let cell = leaf.val(i);
             match cell.first() {
-                Some(0) => Some(cell[1..].to_vec()),
+                Some(0) => Some(&cell[1..]),
                 // Overflow chains go the exclusive way.
                 _ => return Ok(None),
             }
         }
     };
-    Ok(pool.note_shared(&used).then_some(value))
+    Ok(pool.note_shared(&used[..n]).then(|| f(value)))
 }
 
 /// The resident leaf covering `key` (`None`: the leftmost leaf, or the

@@ -100,7 +100,8 @@ impl Writer for FlashReader<'_> {
 
 impl Reader for FlashReader<'_> {
     fn get(&mut self, key: &Key) -> Result<Option<usize>> {
-        Ok(self.db.get(key)?.map(|v| v.len()))
+        // Lent from the buffer pool, as redb's and fjall's guards are.
+        Ok(self.db.get_with(key, |v| v.map(<[u8]>::len))?)
     }
 
     fn range(&mut self, start: &Key, limit: usize) -> Result<usize> {

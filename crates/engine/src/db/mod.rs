@@ -380,26 +380,43 @@ impl Db {
         Ok(c)
     }
 
-    /// `get` under the shared lock, when every page it needs is resident:
-    /// `Ok(None)` sends it to the exclusive path.
-    fn get_shared(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
-        let c = self.shared()?;
-        btree::check_key(key, c.store.page_size())?;
-        btree::get_resident(&c.pool, &c.meta, key)
-    }
-
     /// The value of `key`, if any.
     ///
     /// Readers run in parallel with each other while the pages they need
     /// are in the buffer pool; a read that misses, and every write, takes
     /// the store exclusively.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(found) = self.get_shared(key)? {
-            return Ok(found);
+        self.get_with(key, |v| v.map(<[u8]>::to_vec))
+    }
+
+    /// `f` of the value of `key` (`None` if absent), lent from the buffer
+    /// pool where the pages are resident, so nothing is copied. `f` runs
+    /// while the store is locked, shared when every page is resident: it
+    /// must not call this `Db` (that would deadlock).
+    ///
+    /// ```
+    /// # use flashkv_engine::{Db, Options};
+    /// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+    /// db.put(b"k", b"four").unwrap();
+    /// assert_eq!(db.get_with(b"k", |v| v.map(<[u8]>::len)).unwrap(), Some(4));
+    /// assert_eq!(db.get_with(b"nope", |v| v.is_none()).unwrap(), true);
+    /// ```
+    pub fn get_with<T>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> T) -> Result<T> {
+        let mut f = Some(f);
+        {
+            let c = self.shared()?;
+            btree::check_key(key, c.store.page_size())?;
+            let lend = |v: Option<&[u8]>| f.take().map(|f| f(v));
+            if let Some(Some(found)) = btree::get_resident(&c.pool, &c.meta, key, lend)? {
+                return Ok(found);
+            }
         }
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
-        c.read(|t| t.get(key))
+        let v = c.read(|t| t.get(key))?;
+        drop(c);
+        let f = f.expect("the shared path lent nothing");
+        Ok(f(v.as_deref()))
     }
 
     /// Sets `key` to `value`.
