@@ -22,17 +22,7 @@ const PIECE: usize = 512;
 const PIECES: usize = UNITS as usize * UNIT / PIECE;
 
 fn options() -> Options {
-    Options {
-        size_threshold: 16 << 10,
-        seq_threshold: 24 << 10,
-        // Eight resident tablets: tablets are swapped out and read back.
-        memory_limit: 8 * 4096,
-        round_bytes: 32 << 10,
-        max_flush_write: 8 << 10,
-        promote_after: 1,
-        idle_threshold_ns: 50_000,
-        ..Options::default()
-    }
+    common::small_options()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

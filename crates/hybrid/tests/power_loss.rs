@@ -22,16 +22,7 @@ const SECTOR: u64 = 4096;
 const SECTORS: u64 = 512; // 2 MiB HDD
 
 fn options() -> Options {
-    Options {
-        size_threshold: 16 << 10,
-        seq_threshold: 24 << 10,
-        memory_limit: 8 * 4096,
-        round_bytes: 32 << 10,
-        max_flush_write: 8 << 10,
-        promote_after: 1,
-        idle_threshold_ns: 50_000,
-        ..Options::default()
-    }
+    common::small_options()
 }
 
 /// Every sector carries one tag: (write id, sector) repeated; 0 = zeros.

@@ -20,6 +20,22 @@ pub fn timed(capacity: &str, overhead_us: f64, mb_per_s: f64) -> SimDevice {
     SimDevice::new(&DeviceSpec::from_toml(&toml, "test").unwrap()).unwrap()
 }
 
+/// Small thresholds and rounds for a 2 MiB SSD: large and sequential
+/// writes bypass it, flush rounds are short, and with eight resident
+/// tablets the maps are swapped out and read back.
+pub fn small_options() -> Options {
+    Options {
+        size_threshold: 16 << 10,
+        seq_threshold: 24 << 10,
+        memory_limit: 8 * 4096,
+        round_bytes: 32 << 10,
+        max_flush_write: 8 << 10,
+        promote_after: 1,
+        idle_threshold_ns: 50_000,
+        ..Options::default()
+    }
+}
+
 /// A device the test keeps a handle on while the hybrid owns it.
 pub type Dev = Shared<FaultDevice<SimDevice>>;
 
