@@ -26,7 +26,9 @@ impl Drop for Db {
     /// one to report a failure to, and writes nothing while a panic
     /// unwinds or after a failure poisoned the store.
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        // A flush that failed outside the lock (group commit) poisons too:
+        // a mark must not follow records that may not be durable.
+        if std::thread::panicking() || self.sync.failed() {
             return;
         }
         if let Ok(c) = self.core.get_mut() {
