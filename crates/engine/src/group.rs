@@ -110,10 +110,7 @@ impl LogSync {
                 return Ok(());
             }
             if s.syncing {
-                s = self
-                    .flushed
-                    .wait(s)
-                    .unwrap_or_else(PoisonError::into_inner);
+                s = self.flushed.wait(s).unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
             s.syncing = true;
@@ -205,7 +202,11 @@ mod tests {
         for t in later {
             t.join().unwrap().unwrap();
         }
-        assert_eq!(flushes.load(Ordering::SeqCst), 2, "records 2 and 3 share a flush");
+        assert_eq!(
+            flushes.load(Ordering::SeqCst),
+            2,
+            "records 2 and 3 share a flush"
+        );
         assert_eq!(sync.syncs(), 2);
         assert_eq!(sync.durable(), Mark { logged: 3, seq: 3 });
     }

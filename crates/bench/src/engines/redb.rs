@@ -20,7 +20,10 @@ struct Redb {
 }
 
 /// One write transaction on `db`, committed durably.
-fn commit(db: &Database, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>) -> Result<()>) -> Result<()> {
+fn commit(
+    db: &Database,
+    f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>) -> Result<()>,
+) -> Result<()> {
     let tx = db.begin_write()?;
     {
         let mut table = tx.open_table(TABLE)?;
