@@ -79,6 +79,22 @@ pub struct BufferStats {
     pub clean_evictions: u64,
     /// Dirty pages written along with a victim of the same erase unit.
     pub group_writes: u64,
+    /// Pages written back by evictions (victims and their groups).
+    pub eviction_pages: u64,
+    /// Pages written back ahead of need, by the background writer (or by
+    /// a switch whose carry it had let grow too large).
+    pub writer_pages: u64,
+    /// Pages written back by full checkpoints (close, recovery, and
+    /// [`crate::Db::checkpoint`]).
+    pub checkpoint_pages: u64,
+}
+
+/// Why pages are written back, for [`BufferStats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Why {
+    Eviction,
+    Writer,
+    Checkpoint,
 }
 
 /// Page uses seen by readers holding the store shared, for the policy.
@@ -117,6 +133,11 @@ pub(crate) struct BufferPool {
     shared: [Mutex<SharedUses>; USE_SHARDS],
     /// Resident pages that differ from the page store's copy.
     dirty: BTreeSet<PageId>,
+    /// The dirty pages by their latest change (the frame's `lsn`), oldest
+    /// first: the background writer cleans the pages changed longest ago.
+    by_change: BTreeSet<(u64, PageId)>,
+    /// Each dirty page's key in `by_change`.
+    change_of: HashMap<PageId, u64>,
     /// Pages the running batch pinned, in the order it pinned them.
     pinned: Vec<PageId>,
     /// What the running batch did to each pinned page, for its log record.
@@ -180,6 +201,8 @@ impl BufferPool {
             frames: HashMap::default(),
             shared: Default::default(),
             dirty: BTreeSet::new(),
+            by_change: BTreeSet::new(),
+            change_of: HashMap::default(),
             pinned: Vec::new(),
             changes: HashMap::default(),
             capacity: capacity.max(1),
@@ -200,6 +223,19 @@ impl BufferPool {
             true => self.dirty.insert(id),
             false => self.dirty.remove(&id),
         };
+        if changed {
+            match dirty {
+                true => {
+                    let lsn = self.frames.get(&id).map_or(0, |f| f.lsn);
+                    self.change_of.insert(id, lsn);
+                    self.by_change.insert((lsn, id));
+                }
+                false => {
+                    let lsn = self.change_of.remove(&id).expect("a dirty page has a key");
+                    self.by_change.remove(&(lsn, id));
+                }
+            }
+        }
         if changed && !self.imaged.contains(&id) {
             match dirty {
                 true => self.unimaged += 1,
@@ -465,11 +501,6 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Images of the dirty pages, by page id.
-    pub fn dirty(&self) -> Vec<&Page> {
-        self.dirty.iter().map(|id| &self.frames[id].page).collect()
-    }
-
     /// The pages the running batch changed, by page id, with what it did
     /// to each.
     pub fn batch(&self) -> Vec<(&Page, &Change)> {
@@ -526,6 +557,12 @@ impl BufferPool {
             );
             f.pinned = false;
             f.lsn = disk.logged;
+            let old = self
+                .change_of
+                .insert(id, disk.logged)
+                .expect("a batch's pages are dirty");
+            self.by_change.remove(&(old, id));
+            self.by_change.insert((disk.logged, id));
         }
         while self.budgeted() > self.capacity {
             if !self.evict(store, disk)? {
@@ -619,7 +656,7 @@ impl BufferPool {
             };
             group.sort_unstable();
             group.dedup();
-            self.write(store, disk, &group)?;
+            self.write(store, disk, &group, Why::Eviction)?;
             self.stats.dirty_evictions += 1;
             self.stats.group_writes += group.len() as u64 - 1;
         } else {
@@ -630,8 +667,20 @@ impl BufferPool {
         Ok(true)
     }
 
-    fn write(&mut self, store: &mut dyn PageStore, disk: &mut Disk, ids: &[PageId]) -> Result<()> {
+    fn write(
+        &mut self,
+        store: &mut dyn PageStore,
+        disk: &mut Disk,
+        ids: &[PageId],
+        why: Why,
+    ) -> Result<()> {
         self.log_images(store, disk, ids.iter().copied())?;
+        let n = ids.len() as u64;
+        match why {
+            Why::Eviction => self.stats.eviction_pages += n,
+            Why::Writer => self.stats.writer_pages += n,
+            Why::Checkpoint => self.stats.checkpoint_pages += n,
+        }
         let lsn = ids.iter().map(|id| self.frames[id].lsn).max().unwrap_or(0);
         disk.barrier(lsn)?;
         let mut taken: Vec<(PageId, Frame)> = ids
@@ -671,7 +720,7 @@ impl BufferPool {
             debug_assert!(f.dirty, "page {id} imaged for write back is dirty");
             rec.image(&f.page);
             pending.push(id);
-            if pending.len() == IMAGES_PER_RECORD {
+            if pending.len() % IMAGES_PER_RECORD == 0 {
                 let full = std::mem::replace(&mut rec, redo::Writer::images(IMAGES_PER_RECORD, ps));
                 disk.append(redo::IMAGES_RECORD, &full.finish())?;
             }
@@ -700,11 +749,42 @@ impl BufferPool {
         units.sort_unstable();
         for chunk in units.chunk_by(|a, b| a.0 == b.0) {
             let ids: Vec<PageId> = chunk.iter().map(|&(_, p)| p).collect();
-            self.write(store, disk, &ids)?;
+            self.write(store, disk, &ids, Why::Checkpoint)?;
         }
         debug_assert!(self.dirty.is_empty(), "flush_all left dirty pages");
         debug_assert!(self.consistent(), "the pool after a checkpoint");
         Ok(())
+    }
+
+    /// Writes back up to `n` dirty pages, those changed longest ago first
+    /// (grouped by erase unit); they stay resident, clean. Returns how
+    /// many it wrote.
+    pub fn clean_oldest(
+        &mut self,
+        store: &mut dyn PageStore,
+        disk: &mut Disk,
+        n: usize,
+    ) -> Result<usize> {
+        assert!(self.idle(), "pages are cleaned between batches");
+        let mut units: Vec<(u64, PageId)> = self
+            .by_change
+            .iter()
+            .take(n)
+            .map(|&(_, p)| (store.unit_of(p), p))
+            .collect();
+        units.sort_unstable();
+        let taken = units.len();
+        self.log_images(store, disk, units.iter().map(|&(_, p)| p))?;
+        for chunk in units.chunk_by(|a, b| a.0 == b.0) {
+            let ids: Vec<PageId> = chunk.iter().map(|&(_, p)| p).collect();
+            self.write(store, disk, &ids, Why::Writer)?;
+        }
+        Ok(taken)
+    }
+
+    /// The dirty pages, by page id.
+    pub fn dirty_ids(&self) -> Vec<PageId> {
+        self.dirty.iter().copied().collect()
     }
 
     /// Whether no batch is running: nothing pinned, nothing to undo.
@@ -733,7 +813,11 @@ impl BufferPool {
             .frames
             .values()
             .all(|f| f.dirty || (f.log.is_empty() && f.records == 0 && !f.bomb));
+        let keys: BTreeSet<(u64, PageId)> = self.change_of.iter().map(|(&p, &l)| (l, p)).collect();
         dirty == self.dirty
+            && keys == self.by_change
+            && self.dirty.iter().all(|p| self.change_of.contains_key(p))
+            && self.change_of.len() == self.dirty.len()
             && pinned.len() == self.pinned.len()
             && self.pinned.iter().all(|id| pinned.contains(id))
             && index == self.index_pages

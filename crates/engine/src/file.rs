@@ -249,7 +249,11 @@ impl BlockDevice for StoreFile {
         let start = self.now();
         let end = self.file.metadata().map_err(|e| self.dev_err(e))?.len();
         let len = len.min(end.saturating_sub(offset));
-        if len > 0 {
+        if len > 0 && offset + len == end {
+            // The file's tail (a log that moved back home): past the end
+            // reads zeros, as a hole does, so the file is cut short.
+            self.file.set_len(offset).map_err(|e| self.dev_err(e))?;
+        } else if len > 0 {
             punch_hole(&self.file, offset, len).map_err(|e| self.dev_err(e))?;
         }
         self.stats.trims += 1;

@@ -30,6 +30,10 @@ use crate::page::{Op, Page, PageId};
 pub(crate) const REDO_RECORD: u8 = 4;
 /// Write-ahead log record kind of page images logged before a write back.
 pub(crate) const IMAGES_RECORD: u8 = 5;
+/// Write-ahead log record kind of the pages a checkpoint carries into the
+/// new epoch: a batch record (tree state and images) that commits nothing
+/// new, written before the checkpoint's slot.
+pub(crate) const CARRY_RECORD: u8 = 6;
 /// Bytes an image entry takes at most beyond the page itself: the entry
 /// header and the live spans' head length.
 pub(crate) const IMAGE_OVERHEAD: usize = ENTRY_HDR + 4;

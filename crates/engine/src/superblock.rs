@@ -12,14 +12,16 @@ use crate::le::{u32_at, u64_at};
 use crate::options::{IplGeometry, StoreKind};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
-/// Version 2 added the log device's id after `wal_seq`; version 1 slots
-/// (log on the store's device) are still read.
-pub const FORMAT_VERSION: u8 = 2;
+/// Version 3 added the log's home region (a log outgrown by a batch moves
+/// to a larger region and back) and the carry record (kind 6) in the log;
+/// version 2 added the log device's id after `wal_seq`. Slots of versions
+/// 1 and 2 are still read (their log is at home).
+pub const FORMAT_VERSION: u8 = 3;
 const HDR: usize = 32;
 /// Bytes reserved for each checkpoint slot (rounded up to the erase unit).
 pub const SLOT_BYTES: u64 = 1 << 20;
-/// Bytes of a payload before the store's state: four u32 and eleven u64.
-const FIXED: usize = 4 * 4 + 11 * 8;
+/// Bytes of a payload before the store's state: four u32 and thirteen u64.
+const FIXED: usize = 4 * 4 + 13 * 8;
 /// Bytes at the start of a device that must be zero for it to count as blank.
 const BLANK_CHECK: u64 = 64 << 10;
 
@@ -27,10 +29,17 @@ const BLANK_CHECK: u64 = 64 << 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub slot_len: u64,
+    /// The log's region now (both halves).
     pub wal_start: u64,
     pub wal_len: u64,
     pub data_start: u64,
     pub data_len: u64,
+    /// The region the log was made in: between the slots and the page
+    /// store, or at the start of a log device. A batch larger than half of
+    /// it moves the log to a larger region at the top of the device; the
+    /// log comes back once it fits again.
+    pub home_start: u64,
+    pub home_len: u64,
 }
 
 impl Layout {
@@ -47,6 +56,15 @@ impl Layout {
             "the page store follows the slots: {self:?}"
         );
         assert!(self.wal_len > 0, "a store has a log: {self:?}");
+        assert!(
+            self.home_len > 0 && (self.at_home() || self.wal_len > self.home_len),
+            "a log away from home is larger than its home: {self:?}"
+        );
+    }
+
+    /// Whether the log is in its home region.
+    pub fn at_home(&self) -> bool {
+        (self.wal_start, self.wal_len) == (self.home_start, self.home_len)
     }
 }
 
@@ -125,6 +143,8 @@ impl Checkpoint {
             self.free_head,
             self.wal_seq,
             self.log_id,
+            l.home_start,
+            l.home_len,
         ] {
             p.extend_from_slice(&v.to_le_bytes());
         }
@@ -156,16 +176,24 @@ impl Checkpoint {
             }),
             _ => return Err("unknown page store"),
         };
-        let layout = Layout {
-            slot_len: r.u64()?,
-            wal_start: r.u64()?,
-            wal_len: r.u64()?,
-            data_start: r.u64()?,
-            data_len: r.u64()?,
-        };
+        let (slot_len, wal_start, wal_len) = (r.u64()?, r.u64()?, r.u64()?);
+        let (data_start, data_len) = (r.u64()?, r.u64()?);
         let (root, next_page, next_auto) = (r.u64()?, r.u64()?, r.u64()?);
         let (free_head, wal_seq) = (r.u64()?, r.u64()?);
         let log_id = if version >= 2 { r.u64()? } else { 0 };
+        let (home_start, home_len) = match version {
+            3.. => (r.u64()?, r.u64()?),
+            _ => (wal_start, wal_len),
+        };
+        let layout = Layout {
+            slot_len,
+            wal_start,
+            wal_len,
+            data_start,
+            data_len,
+            home_start,
+            home_len,
+        };
         Ok(Checkpoint {
             seq,
             store,
@@ -338,8 +366,9 @@ mod tests {
     proptest! {
         #[test]
         fn checkpoint_decoder_never_panics(kind in 0u8..4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = Checkpoint::decode(2, kind, 1, &bytes);
-            let _ = Checkpoint::decode(1, kind, 1, &bytes);
+            for version in 1..=FORMAT_VERSION {
+                let _ = Checkpoint::decode(version, kind, 1, &bytes);
+            }
         }
     }
 
@@ -355,6 +384,8 @@ mod tests {
                 wal_len: 1 << 20,
                 data_start: 3 << 20,
                 data_len: 5 << 20,
+                home_start: 2 << 20,
+                home_len: 1 << 20,
             },
             root: 3,
             next_page: 9,

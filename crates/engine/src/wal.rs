@@ -29,6 +29,7 @@
 use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
 use crate::le::{u16_at, u32_at, u64_at};
+use crate::redo::CARRY_RECORD;
 
 /// A record recovery read back.
 pub(crate) struct Logged {
@@ -42,16 +43,12 @@ pub(crate) struct Logged {
 /// recovered.
 pub(crate) enum Next {
     Nothing,
-    /// One record, at the start of the half: maybe a copy recovery made.
-    Copy(Logged),
-    /// More than that.
+    /// Only records that carry pages forward ([`CARRY_RECORD`]): the
+    /// start of a checkpoint that a crash cut short before its slot was
+    /// written (nothing was committed after them).
+    Carry,
+    /// Anything else: that epoch's checkpoint was written.
     More,
-}
-
-impl Next {
-    fn take(&mut self) -> Next {
-        std::mem::replace(self, Next::Nothing)
-    }
 }
 
 /// A record read back.
@@ -450,9 +447,8 @@ impl Wal {
 
     /// What the start of the other half holds of the next epoch. Nothing,
     /// unless checkpoint `epoch + 1` was written (the log moves to the new
-    /// half only once it is durable), or a recovery copied what it found
-    /// there ([`Next::Copy`]: one record, at the start) and was cut short
-    /// before writing that checkpoint.
+    /// half only once it is durable), or a checkpoint a crash cut short
+    /// carried pages forward there ([`Next::Carry`]) before writing its slot.
     pub fn next_epoch(&self, disk: &mut Disk) -> Result<Next> {
         let epoch = self.epoch + 1;
         let next = Wal {
@@ -466,18 +462,14 @@ impl Wal {
             "the next epoch is in the other half"
         );
         let mut found = Next::Nothing;
-        // Finding it takes a second fault (a lost first record), so the
+        // Finding it takes a second fault (a lost checkpoint), so the
         // search is short: one chunk.
-        next.each_record(disk, (0, SEARCH_CHUNK), |p, seq, r| {
-            found = match (found.take(), p) {
-                (Next::Nothing, 0) => Next::Copy(Logged {
-                    seq,
-                    kind: r.kind,
-                    payload: r.payload,
-                }),
+        next.each_record(disk, (0, SEARCH_CHUNK), |_, _, r| {
+            found = match r.kind {
+                CARRY_RECORD => Next::Carry,
                 _ => Next::More,
             };
-            matches!(found, Next::Copy(_))
+            matches!(found, Next::Carry)
         })?;
         Ok(found)
     }
@@ -511,6 +503,20 @@ impl Wal {
         self.pos = 0;
         self.clean_to = 0;
         self.epoch = epoch;
+    }
+
+    /// Like [`Wal::reset`], in the region `[start, start+len)`: the log
+    /// moves there (a larger one for a batch that does not fit, or back
+    /// home). The old region stays intact until the checkpoint naming the
+    /// new one is durable.
+    pub fn relocate(&mut self, start: u64, len: u64, epoch: u64) {
+        assert!(
+            len % (2 * self.sector) == 0 && len >= 2 * self.sector,
+            "the log is two halves of whole sectors"
+        );
+        self.region = start;
+        self.len = len / 2;
+        self.reset(epoch);
     }
 }
 

@@ -36,7 +36,7 @@ impl Core {
         for Logged { seq, kind, payload } in records {
             decoded.push(match kind {
                 BATCH_RECORD => decode_batch_images(&payload, ps, seq)?,
-                redo::REDO_RECORD => {
+                redo::REDO_RECORD | redo::CARRY_RECORD => {
                     let (meta, entries) = redo::decode(&payload, ps, seq)?;
                     (Some(meta), entries)
                 }
@@ -91,60 +91,32 @@ impl Core {
         self.pool.replay_ops(id, ops)
     }
 
-    /// Copies what recovery found into one record of a new epoch (in the
-    /// other half of the log) and checkpoints the page store as it is, so
-    /// the checkpoint that writes the pages out has a whole half to log in.
+    /// Carries what recovery found into a new epoch (in the other half of
+    /// the log) and writes its checkpoint, so the checkpoint that writes
+    /// the pages out has a whole half to log in.
     pub(super) fn relog(&mut self, wal: &mut Wal) -> Result<()> {
         let epoch = self.ckpt_seq + 1;
         wal.reset(epoch);
         self.pool.new_epoch();
         let first = wal.next_seq;
-        let (copy, ids) = self.recovery_copy();
-        wal.append(&mut self.disk, redo::REDO_RECORD, &copy)?;
-        assert_eq!(wal.next_seq, first + 1, "what recovery found is one record");
-        for id in ids {
-            self.pool.mark_imaged(id);
-        }
+        self.carry(wal)?;
         self.write_checkpoint(epoch, first)
-    }
-
-    /// The record [`Core::relog`] writes: the tree state and an image of
-    /// every page recovery rebuilt, in page order; and those pages.
-    fn recovery_copy(&self) -> (Vec<u8>, Vec<PageId>) {
-        let pages = self.pool.dirty();
-        let ids: Vec<PageId> = pages.iter().map(|p| p.id()).collect();
-        let mut rec = redo::Writer::new(&self.meta, pages.len() * self.store.page_size());
-        for p in pages {
-            rec.image(p);
-        }
-        debug_assert!(ids.is_sorted(), "the copy lists pages in order");
-        (rec.finish(), ids)
     }
 
     /// Fails if a checkpoint after the one opened was lost (a write the
     /// device dropped or sent elsewhere leaves the older one newest):
     /// records of the next epoch (`next`) say checkpoint `ckpt_seq + 1`
-    /// was durable, unless they are one record that is this recovery's
-    /// own copy (`recovered`: it replayed records), left by a recovery a
-    /// crash cut short.
-    pub(super) fn check_next_epoch(&self, next: &Next, recovered: bool) -> Result<()> {
-        let copy = match next {
-            Next::Nothing => return Ok(()),
-            Next::Copy(only) => {
-                recovered
-                    && only.kind == redo::REDO_RECORD
-                    && only.payload == self.recovery_copy().0
-            }
-            Next::More => false,
-        };
-        if copy {
-            return Ok(());
+    /// was durable, unless they only carry pages forward (that checkpoint
+    /// was cut short by a crash before its slot was written).
+    pub(super) fn check_next_epoch(&self, next: &Next) -> Result<()> {
+        match next {
+            Next::Nothing | Next::Carry => Ok(()),
+            Next::More => Err(corrupt(
+                Structure::Checkpoint,
+                Location::Offset(((self.ckpt_seq + 1) % 2) * self.layout.slot_len),
+                "missing, and the log holds records written after it",
+            )),
         }
-        Err(corrupt(
-            Structure::Checkpoint,
-            Location::Offset(((self.ckpt_seq + 1) % 2) * self.layout.slot_len),
-            "missing, and the log holds records written after it",
-        ))
     }
 }
 

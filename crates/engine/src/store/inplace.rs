@@ -41,7 +41,10 @@ const VERIFY_BYTES: usize = 1 << 20;
 
 pub(crate) struct InPlace {
     start: u64,
+    /// Bytes of the region pages may use (less than `region` while the
+    /// log lies at its top).
     len: u64,
+    region: u64,
     page_size: usize,
     unit: u64,
     /// Offsets of the two scratch units (program-once devices only).
@@ -71,6 +74,7 @@ impl InPlace {
         InPlace {
             start,
             len,
+            region: len,
             page_size,
             unit,
             scratch,
@@ -350,6 +354,15 @@ impl PageStore for InPlace {
                 }
             }
         }
+        Ok(())
+    }
+
+    fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()> {
+        let len = bytes.min(self.region);
+        if self.start + len < self.extent(next_page) {
+            return Err(crate::Error::Full("page store (the log lies above it)"));
+        }
+        self.len = len;
         Ok(())
     }
 

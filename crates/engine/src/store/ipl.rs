@@ -47,6 +47,9 @@ pub(crate) struct Ipl {
     start: u64,
     unit_size: u64,
     phys_units: u64,
+    /// Units of the whole region (`phys_units` is fewer while the log lies
+    /// at its top).
+    region_units: u64,
     map: Vec<Option<Unit>>,
     /// Physical units given back by merges; every unit at or above
     /// `fresh` has never been used. The lowest free unit is taken first.
@@ -71,6 +74,7 @@ impl Ipl {
             start,
             unit_size,
             phys_units: len / unit_size,
+            region_units: len / unit_size,
             map: Vec::new(),
             free: BTreeSet::new(),
             fresh: 0,
@@ -631,6 +635,15 @@ impl PageStore for Ipl {
             }
             f.clean();
         }
+        Ok(())
+    }
+
+    fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()> {
+        let units = (bytes / self.unit_size).min(self.region_units);
+        if units < self.fresh.max(2) || (units - 1) * self.ppu < next_page {
+            return Err(Error::Full("page store (the log lies above it)"));
+        }
+        self.phys_units = units;
         Ok(())
     }
 

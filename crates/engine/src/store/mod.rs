@@ -92,6 +92,11 @@ pub(crate) trait PageStore: Send + Sync {
     fn verify(&mut self, _disk: &mut Disk) -> Result<()> {
         Ok(())
     }
+    /// Limits the store to the first `bytes` of its region, where the log
+    /// lies above them, or lifts the limit (`bytes`: the whole region).
+    /// [`crate::Error::Full`] if pages in use (`next_page` allocated) lie
+    /// above.
+    fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()>;
     /// State to persist in a checkpoint.
     fn encode_state(&self, out: &mut Vec<u8>);
     fn stats(&self) -> StoreStats;

@@ -1,0 +1,233 @@
+//! Checkpoints: writing the store's state into a slot and starting a new
+//! log epoch, and where the log lives.
+//!
+//! Two kinds. A *full* checkpoint (close, [`Db::checkpoint`], the end of
+//! recovery) writes every dirty page back first, so the new epoch starts
+//! empty. A *switch* (the log's half runs short) writes no page back: it
+//! carries the dirty pages forward, as images in [`redo::CARRY_RECORD`]s at
+//! the start of the new epoch, and then writes the slot. Writing pages back
+//! is left to eviction and the background writer (`writer.rs`), which keeps
+//! the dirty pages few enough that a carry takes at most half of a half.
+//!
+//! A batch whose record does not fit a half of the log's home region makes
+//! a switch move the log to a larger region at the top of the device (the
+//! page store may not grow into it meanwhile); a switch or full checkpoint
+//! after which the log fits at home again brings it back, and the region
+//! it leaves is trimmed (in a file: cut off).
+
+use super::*;
+
+/// Bytes of a carry record's images at most: bounds its buffer.
+const CARRY_PAGES: usize = 256;
+
+impl Core {
+    /// Writes checkpoint `seq` of the store as it is now, its log starting
+    /// at record `wal_seq`, and makes it the current one.
+    pub(super) fn write_checkpoint(&mut self, seq: u64, wal_seq: u64) -> Result<()> {
+        // The log that rebuilds the pages written since the last
+        // checkpoint is retired with it: they must be on the device.
+        self.store.verify(&mut self.disk)?;
+        let mut state = Vec::new();
+        self.store.encode_state(&mut state);
+        Checkpoint {
+            seq,
+            store: self.store.kind(),
+            page_size: self.store.page_size() as u32,
+            layout: self.layout,
+            root: self.meta.root,
+            next_page: self.meta.next_page,
+            next_auto: self.meta.next_auto,
+            free_head: self.meta.free_head,
+            wal_seq,
+            log_id: self.log_id,
+            store_state: state,
+        }
+        .write(&mut self.disk)?;
+        assert!(
+            seq == self.ckpt_seq + 1,
+            "checkpoint {seq} follows {}",
+            self.ckpt_seq
+        );
+        self.ckpt_seq = seq;
+        self.checkpoints += 1;
+        Ok(())
+    }
+
+    /// A full checkpoint: every dirty page written back, the slot, and a
+    /// new, empty epoch (at home, as nothing needs more room now).
+    pub(super) fn checkpoint(&mut self) -> Result<()> {
+        if self.read_only {
+            // Nothing was changed, so there is nothing to write.
+            debug_assert_eq!(
+                self.pool.dirty_len(),
+                0,
+                "a read-only store has dirty pages"
+            );
+            return Ok(());
+        }
+        self.pool.flush_all(&mut *self.store, &mut self.disk)?;
+        let Some(mut w) = self.disk.journal.take() else {
+            return self.write_checkpoint(self.ckpt_seq + 1, self.wal_seq);
+        };
+        let epoch = self.ckpt_seq + 1;
+        let moved = self.move_log(&mut w, epoch, 0);
+        self.wal_seq = w.next_seq;
+        self.pool.new_epoch();
+        self.disk.journal = Some(w);
+        let retired = moved?;
+        self.write_checkpoint(epoch, self.wal_seq)?;
+        self.retire(retired)?;
+        debug_assert_eq!(
+            self.pool.dirty_len(),
+            0,
+            "a checkpoint leaves no page dirty"
+        );
+        Ok(())
+    }
+
+    /// A switch: a new epoch with `need` bytes free after the pages it
+    /// carries forward, without writing pages back (but for the excess
+    /// [`Core::bound_carry`] cleans first).
+    pub(super) fn switch(&mut self, need: u64) -> Result<()> {
+        if self.read_only || self.disk.journal.is_none() {
+            return self.checkpoint();
+        }
+        self.bound_carry()?;
+        let mut w = self.disk.journal.take().expect("the log is open");
+        let epoch = self.ckpt_seq + 1;
+        let carry = self.carry_bytes(&w);
+        let r = self
+            .move_log(&mut w, epoch, carry + need)
+            .and_then(|retired| {
+                self.pool.new_epoch();
+                let first = w.next_seq;
+                self.carry(&mut w)?;
+                Ok((retired, first))
+            });
+        self.disk.journal = Some(w);
+        let (retired, first) = r?;
+        self.wal_seq = first;
+        self.write_checkpoint(epoch, first)?;
+        self.switches += 1;
+        self.retire(retired)
+    }
+
+    /// Writes back the dirty pages changed longest ago until the rest fit a
+    /// carry of at most an eighth of the log's home (the background writer
+    /// keeps them fewer; this runs when it fell behind).
+    fn bound_carry(&mut self) -> Result<()> {
+        let Some(w) = &self.disk.journal else {
+            return Ok(());
+        };
+        let per = w.record_len(self.store.page_size() + redo::IMAGE_OVERHEAD);
+        let most = (self.layout.home_len / 8 / per) as usize;
+        let excess = self.pool.dirty_len().saturating_sub(most);
+        if excess > 0 {
+            self.stalls += 1;
+            self.pool
+                .clean_oldest(&mut *self.store, &mut self.disk, excess)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes the carry records of the dirty pages take at most.
+    fn carry_bytes(&self, w: &Wal) -> u64 {
+        let ps = self.store.page_size();
+        let per = w.record_len(redo::META_BYTES + CARRY_PAGES * (ps + redo::IMAGE_OVERHEAD));
+        (self.pool.dirty_len() as u64).div_ceil(CARRY_PAGES as u64) * per
+    }
+
+    /// Appends the tree state and an image of every dirty page, in carry
+    /// records of up to [`CARRY_PAGES`] pages, and marks the pages imaged:
+    /// a new epoch then holds everything the page store does not.
+    pub(super) fn carry(&mut self, w: &mut Wal) -> Result<()> {
+        let ids: Vec<PageId> = self.pool.dirty_ids();
+        let ps = self.store.page_size();
+        for chunk in ids.chunks(CARRY_PAGES) {
+            let mut rec = redo::Writer::new(&self.meta, chunk.len() * ps);
+            for &id in chunk {
+                rec.image(self.pool.peek(id).expect("a dirty page is resident"));
+            }
+            w.append(&mut self.disk, redo::CARRY_RECORD, &rec.finish())?;
+            for &id in chunk {
+                self.pool.mark_imaged(id);
+            }
+        }
+        debug_assert_eq!(self.pool.unimaged(), 0, "every dirty page was carried");
+        Ok(())
+    }
+
+    /// Moves the log to the other half of its region for `epoch`, or to
+    /// another region where a half must hold `need` bytes and the current
+    /// one cannot (0: home will do, as after a full write back), or back
+    /// home where it can. Returns the range the old epoch's records (or the
+    /// whole region left behind) take, to trim once the new checkpoint is
+    /// durable.
+    fn move_log(&mut self, w: &mut Wal, epoch: u64, need: u64) -> Result<(u64, u64)> {
+        let l = self.layout;
+        let want = need + l.home_len / 32;
+        // Where no larger region fits, the log stays where it is, and a
+        // batch that does not fit is refused (`Full`).
+        let (start, len) = match () {
+            _ if want <= l.home_len / 2 => (l.home_start, l.home_len),
+            _ if !l.at_home() && want <= l.wal_len / 2 => (l.wal_start, l.wal_len),
+            _ => self.grown_region(want).unwrap_or((l.wal_start, l.wal_len)),
+        };
+        if (start, len) == (l.wal_start, l.wal_len) {
+            let written = w.written();
+            w.reset(epoch);
+            return Ok(written);
+        }
+        w.relocate(start, len, epoch);
+        self.set_log_region(start, len)?;
+        Ok((l.wal_start, l.wal_len))
+    }
+
+    /// A region for a log whose half holds `want` bytes: at the top of the
+    /// device (of the page store's region, or of the log's own device),
+    /// below the current one if the log is away from home already. Raw
+    /// NAND keeps its log at home.
+    fn grown_region(&self, want: u64) -> Option<(u64, u64)> {
+        let (l, lg) = (self.layout, self.disk.log_geo);
+        if lg.program_once {
+            return None;
+        }
+        let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
+        let len = round_up(want.saturating_mul(2).next_power_of_two(), 2 * align);
+        let (top, floor) = match self.log_id {
+            0 => (
+                l.data_start + l.data_len,
+                self.store.extent(self.meta.next_page).max(l.data_start),
+            ),
+            _ => (lg.capacity, l.home_start + l.home_len),
+        };
+        let top = if l.at_home() { top } else { l.wal_start };
+        let start = top.checked_sub(len).map(|s| s - s % align)?;
+        (start >= floor).then_some((start, len))
+    }
+
+    /// The log now lives at `[start, start+len)`: the page store may not
+    /// grow into it (nor past it, while it is away from home).
+    fn set_log_region(&mut self, start: u64, len: u64) -> Result<()> {
+        self.layout.wal_start = start;
+        self.layout.wal_len = len;
+        if self.log_id == 0 {
+            let l = self.layout;
+            let room = match l.at_home() {
+                true => l.data_len,
+                false => start - l.data_start,
+            };
+            self.store.set_ceiling(room, self.meta.next_page)?;
+        }
+        Ok(())
+    }
+
+    /// Trims `(off, len)` of the log, which the checkpoint just written
+    /// retired (stores in files: gives the space back to the file system).
+    fn retire(&mut self, (off, len): (u64, u64)) -> Result<()> {
+        match self.trim_log && len > 0 {
+            true => self.disk.erase(Region::Wal, off, len),
+            false => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Committing a batch: room in the log, the record, and its durability.
+
+use super::*;
+
+impl Core {
+    /// Applies a batch of `ops` operations with `f`, logs it and commits.
+    /// `hint` is about the bytes it writes, to make room in the log
+    /// beforehand. Returns the record to wait for, outside the lock, where
+    /// the commit is durable once a flush covers it ([`LogSync::wait`]).
+    pub(super) fn write_with(
+        &mut self,
+        hint: usize,
+        ops: usize,
+        mut f: impl FnMut(&mut Tree<'_>) -> Result<()>,
+    ) -> Result<Option<u64>> {
+        if self.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.guard(|c| {
+            if let Some(w) = &c.disk.journal {
+                // Each operation may dirty one more page without an image.
+                let fresh = (c.meta.next_page as usize).saturating_sub(c.pool.dirty_len());
+                let unimaged = c.pool.unimaged() + ops.min(fresh);
+                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, unimaged);
+                if w.remaining() < want {
+                    c.switch(want)?;
+                }
+            }
+            // A batch that does not fit the log's half runs again after a
+            // switch to a new epoch that has room for it (moving the log
+            // to a larger region if need be).
+            for attempt in 0..3 {
+                assert!(c.pool.idle(), "a batch starts with nothing pinned");
+                let before = c.meta;
+                if let Err(e) = f(&mut c.tree()) {
+                    c.pool.rollback();
+                    c.meta = before;
+                    return Err(e);
+                }
+                match c.log_batch() {
+                    Err(Error::Full(_)) if attempt < 2 && c.disk.journal.is_some() => {
+                        let need = c.log_need;
+                        c.pool.rollback();
+                        c.meta = before;
+                        c.switch(need)?;
+                    }
+                    Err(e) => {
+                        c.pool.rollback();
+                        c.meta = before;
+                        return Err(e);
+                    }
+                    Ok(wait) => {
+                        c.commits += 1;
+                        return c.pool.unpin(&mut *c.store, &mut c.disk).map(|()| wait);
+                    }
+                }
+            }
+            unreachable!("the third attempt returns")
+        })
+    }
+
+    /// Log bytes to keep free for what writing back the dirty pages may
+    /// log: an image of each of the `unimaged` pages (a store that
+    /// overwrites pages logs one before it writes a page back, one record
+    /// per page at worst), and a record of the store's own per dirty page.
+    pub(super) fn log_reserve(&self, wal: &Wal, unimaged: usize) -> u64 {
+        let ps = self.store.page_size();
+        let mut r = 0;
+        if self.store.overwrites() {
+            let one = wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
+            r += unimaged as u64 * one;
+        }
+        if self.store.journals_writes() {
+            r += self.pool.dirty_len() as u64 * wal.record_len(64);
+        }
+        r
+    }
+
+    /// Appends the running batch to the log (durably if `sync`): images of
+    /// the pages it rewrote whole, the operations it applied to the others,
+    /// and an image of each page it changed for the first time since the
+    /// checkpoint where that is cheaper than logging the image later:
+    ///
+    /// - a store that does not overwrite pages logs such images always (it
+    ///   never logs one before a write back);
+    /// - a store that does logs them while the pool is full (the page will
+    ///   likely be written back before the checkpoint, and an image logged
+    ///   then costs a log flush of its own), or when the log could not keep
+    ///   [`Core::log_reserve`] for every page the batch changed (an image
+    ///   in the record costs less than the reserve for it).
+    ///
+    /// A record that does not fit is [`Error::Full`], and nothing is written.
+    /// A durable commit is flushed here, or returns its record to wait for
+    /// where the log can be flushed outside the lock.
+    pub(super) fn log_batch(&mut self) -> Result<Option<u64>> {
+        let Some(mut wal) = self.disk.journal.take() else {
+            return Ok(None);
+        };
+        let mut built = self.batch_record(self.store.overwrites() && self.pool.has_room());
+        let need = |b: &(redo::Writer, Vec<PageId>)| {
+            let newly = b.1.iter().filter(|id| !self.pool.is_imaged(**id)).count();
+            wal.record_len(b.0.len()) + self.log_reserve(&wal, self.pool.unimaged() - newly)
+        };
+        if need(&built) > wal.remaining() && self.store.overwrites() {
+            built = self.batch_record(false);
+        }
+        self.log_need = need(&built);
+        let r = match self.log_need > wal.remaining() {
+            true => Err(Error::Full("write-ahead log")),
+            false => wal.append(&mut self.disk, redo::REDO_RECORD, &built.0.finish()),
+        };
+        self.wal_seq = wal.next_seq;
+        self.disk.journal = Some(wal);
+        r?;
+        for id in built.1 {
+            self.pool.mark_imaged(id);
+        }
+        if !self.sync {
+            return Ok(None);
+        }
+        if self.disk.sync.outside() {
+            return Ok(Some(self.disk.logged));
+        }
+        self.disk.flush()?;
+        Ok(None)
+    }
+
+    /// The running batch's record and the pages it holds images of;
+    /// `ops_first`: operations for every page the batch did not rewrite
+    /// whole, else only for pages the log holds an image of.
+    pub(super) fn batch_record(&self, ops_first: bool) -> (redo::Writer, Vec<PageId>) {
+        let ps = self.store.page_size();
+        let batch = self.pool.batch();
+        let mut rec = redo::Writer::new(&self.meta, batch.len() * 256);
+        let mut imaged = Vec::new();
+        for (page, change) in batch {
+            match change {
+                Change::Ops { count, bytes }
+                    if (ops_first || self.pool.is_imaged(page.id())) && bytes.len() + 2 < ps =>
+                {
+                    rec.ops(page.id(), *count, bytes)
+                }
+                _ => {
+                    rec.image(page);
+                    imaged.push(page.id());
+                }
+            }
+        }
+        (rec, imaged)
+    }
+}
