@@ -564,13 +564,8 @@ impl BufferPool {
             self.by_change.remove(&(old, id));
             self.by_change.insert((disk.logged, id));
         }
-        while self.budgeted() > self.capacity {
-            if !self.evict(store, disk)? {
-                break;
-            }
-        }
         debug_assert!(self.idle(), "a committed batch leaves nothing pinned");
-        Ok(())
+        self.shrink(store, disk)
     }
 
     fn remove(&mut self, id: PageId) {
@@ -656,6 +651,11 @@ impl BufferPool {
             };
             group.sort_unstable();
             group.dedup();
+            if !self.room_to_image(store, disk, &group) {
+                // The log's half cannot take their images: the pool stays
+                // over its size until a switch carries them (the caller's).
+                return Ok(false);
+            }
             self.write(store, disk, &group, Why::Eviction)?;
             self.stats.dirty_evictions += 1;
             self.stats.group_writes += group.len() as u64 - 1;
@@ -674,7 +674,7 @@ impl BufferPool {
         ids: &[PageId],
         why: Why,
     ) -> Result<()> {
-        self.log_images(store, disk, ids.iter().copied())?;
+        self.log_images(store, disk, ids, true)?;
         let n = ids.len() as u64;
         match why {
             Why::Eviction => self.stats.eviction_pages += n,
@@ -699,41 +699,70 @@ impl BufferPool {
         r
     }
 
+    /// Whether the log has room for the images writing `ids` back logs.
+    pub fn room_to_image(&self, store: &dyn PageStore, disk: &Disk, ids: &[PageId]) -> bool {
+        let Some(w) = disk.journal.as_ref().filter(|_| store.overwrites()) else {
+            return true;
+        };
+        let n = ids.iter().filter(|id| !self.imaged.contains(id)).count();
+        let per = IMAGES_PER_RECORD * (store.page_size() + redo::IMAGE_OVERHEAD);
+        let bytes = n.div_ceil(IMAGES_PER_RECORD) as u64 * w.record_len(redo::IMAGES_HDR + per);
+        n == 0 || bytes <= w.remaining()
+    }
+
+    /// Whether the pool holds more frames than its size with no batch
+    /// running: evictions waited for room in the log.
+    pub fn over(&self) -> bool {
+        self.idle() && self.budgeted() > self.capacity
+    }
+
+    /// Evicts down to the pool's size (after a switch made room).
+    pub fn shrink(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
+        while self.budgeted() > self.capacity {
+            if !self.evict(store, disk)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// Before a store that overwrites pages writes `ids` back: logs the
     /// images of those the log holds none of since the checkpoint, in
-    /// records of at most [`IMAGES_PER_RECORD`] pages, and makes them
-    /// durable, so a torn write-back is rebuilt from the log.
-    fn log_images(
+    /// records of at most [`IMAGES_PER_RECORD`] pages, so a torn write-back
+    /// is rebuilt from the log; with `flush`, makes them durable. Each
+    /// page's `lsn` then covers its image: a write back waits for it.
+    pub fn log_images(
         &mut self,
         store: &dyn PageStore,
         disk: &mut Disk,
-        ids: impl Iterator<Item = PageId>,
+        ids: &[PageId],
+        flush: bool,
     ) -> Result<()> {
         if !store.overwrites() || disk.journal.is_none() {
             return Ok(());
         }
         let ps = store.page_size();
-        let mut rec = redo::Writer::images(IMAGES_PER_RECORD, ps);
-        let mut pending = Vec::new();
-        for id in ids.filter(|id| !self.imaged.contains(id)) {
-            let f = &self.frames[&id];
-            debug_assert!(f.dirty, "page {id} imaged for write back is dirty");
-            rec.image(&f.page);
-            pending.push(id);
-            if pending.len() % IMAGES_PER_RECORD == 0 {
-                let full = std::mem::replace(&mut rec, redo::Writer::images(IMAGES_PER_RECORD, ps));
-                disk.append(redo::IMAGES_RECORD, &full.finish())?;
+        let pending: Vec<PageId> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.imaged.contains(id))
+            .collect();
+        for chunk in pending.chunks(IMAGES_PER_RECORD) {
+            let mut rec = redo::Writer::images(chunk.len(), ps);
+            for id in chunk {
+                let f = &self.frames[id];
+                debug_assert!(f.dirty, "page {id} imaged for write back is dirty");
+                rec.image(&f.page);
+            }
+            disk.append(redo::IMAGES_RECORD, &rec.finish())?;
+            for id in chunk {
+                let f = self.frames.get_mut(id).expect("resident");
+                f.lsn = f.lsn.max(disk.logged);
+                self.mark_imaged(*id);
             }
         }
-        if pending.is_empty() {
-            return Ok(());
-        }
-        if !rec.is_empty() {
-            disk.append(redo::IMAGES_RECORD, &rec.finish())?;
-        }
-        disk.flush_log()?;
-        for id in pending {
-            self.mark_imaged(id);
+        if flush && !pending.is_empty() {
+            disk.flush_log()?;
         }
         Ok(())
     }
@@ -743,7 +772,7 @@ impl BufferPool {
     pub fn flush_all(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         assert!(self.idle(), "a checkpoint runs between batches");
         let dirty: Vec<PageId> = self.dirty.iter().copied().collect();
-        self.log_images(store, disk, dirty.into_iter())?;
+        self.log_images(store, disk, &dirty, true)?;
         let mut units: Vec<(u64, PageId)> =
             self.dirty.iter().map(|&p| (store.unit_of(p), p)).collect();
         units.sort_unstable();
@@ -756,30 +785,50 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Writes back up to `n` dirty pages, those changed longest ago first
-    /// (grouped by erase unit); they stay resident, clean. Returns how
-    /// many it wrote.
+    /// The `n` dirty pages changed longest ago.
+    pub fn oldest_dirty(&self, n: usize) -> Vec<PageId> {
+        self.by_change.iter().take(n).map(|&(_, p)| p).collect()
+    }
+
+    /// Writes back up to `n` dirty pages, those changed longest ago first;
+    /// they stay resident, clean.
     pub fn clean_oldest(
         &mut self,
         store: &mut dyn PageStore,
         disk: &mut Disk,
         n: usize,
-    ) -> Result<usize> {
+    ) -> Result<()> {
+        let ids = self.oldest_dirty(n);
+        self.log_images(store, disk, &ids, true)?;
+        self.clean(store, disk, &ids)
+    }
+
+    /// Writes back those of `ids` that are still dirty, erase unit by
+    /// erase unit (the background writer's write back); they stay
+    /// resident, clean.
+    pub fn clean(
+        &mut self,
+        store: &mut dyn PageStore,
+        disk: &mut Disk,
+        ids: &[PageId],
+    ) -> Result<()> {
         assert!(self.idle(), "pages are cleaned between batches");
-        let mut units: Vec<(u64, PageId)> = self
-            .by_change
+        let mut units: Vec<(u64, PageId)> = ids
             .iter()
-            .take(n)
-            .map(|&(_, p)| (store.unit_of(p), p))
+            .filter(|p| self.dirty.contains(p))
+            .map(|&p| (store.unit_of(p), p))
             .collect();
         units.sort_unstable();
-        let taken = units.len();
-        self.log_images(store, disk, units.iter().map(|&(_, p)| p))?;
         for chunk in units.chunk_by(|a, b| a.0 == b.0) {
             let ids: Vec<PageId> = chunk.iter().map(|&(_, p)| p).collect();
             self.write(store, disk, &ids, Why::Writer)?;
         }
-        Ok(taken)
+        Ok(())
+    }
+
+    /// Frames the pool holds at most (between batches).
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// The dirty pages, by page id.

@@ -120,7 +120,17 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
     Ok((dev, created))
 }
 
+/// Cuts a store's file short at a byte offset: what lay past it reads as
+/// zeros, as it did before it was written.
+pub(crate) type Shrink = Box<dyn Fn(u64) -> io::Result<()> + Send + Sync>;
+
 impl StoreFile {
+    /// A [`Shrink`] for this file (a second handle on it).
+    pub fn shrinker(&self) -> Result<Shrink> {
+        let file = self.file.try_clone().map_err(|e| io_err(&self.path, e))?;
+        Ok(Box::new(move |len| file.set_len(len)))
+    }
+
     /// Takes the file's lock, exclusive or shared, without waiting.
     fn lock(&self, exclusive: bool) -> Result<()> {
         let how = if exclusive {
@@ -249,11 +259,7 @@ impl BlockDevice for StoreFile {
         let start = self.now();
         let end = self.file.metadata().map_err(|e| self.dev_err(e))?.len();
         let len = len.min(end.saturating_sub(offset));
-        if len > 0 && offset + len == end {
-            // The file's tail (a log that moved back home): past the end
-            // reads zeros, as a hole does, so the file is cut short.
-            self.file.set_len(offset).map_err(|e| self.dev_err(e))?;
-        } else if len > 0 {
+        if len > 0 {
             punch_hole(&self.file, offset, len).map_err(|e| self.dev_err(e))?;
         }
         self.stats.trims += 1;

@@ -128,6 +128,24 @@ pub struct IoProfile {
     pub breakeven_fraction: f64,
 }
 
+/// How large the buffer pool may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pool {
+    Frames(usize),
+    Bytes(u64),
+}
+
+impl Pool {
+    /// Frames of `page_size` bytes (at least one).
+    pub fn frames(self, page_size: u32) -> usize {
+        match self {
+            Pool::Frames(n) => n,
+            Pool::Bytes(b) => usize::try_from(b / u64::from(page_size)).unwrap_or(usize::MAX),
+        }
+        .max(1)
+    }
+}
+
 /// Makes a replacement policy for a pool of the given number of frames.
 pub type PolicyFactory = Arc<dyn Fn(usize) -> Box<dyn Policy> + Send + Sync>;
 
@@ -136,10 +154,27 @@ const PAGE_SIZE: u32 = 4096;
 /// Percent of a leaf an ordered load fills, unless [`OptionsBuilder::append_fill`] says otherwise.
 const APPEND_FILL: u8 = 90;
 
-/// Buffer pool frames unless [`OptionsBuilder::buffer_pages`] says otherwise.
-const BUFFER_PAGES: usize = 256;
-/// Bytes of write-ahead log unless [`OptionsBuilder::wal_size`] says otherwise.
-const WAL_SIZE: u64 = 16 << 20;
+/// The buffer pool's bytes at most unless [`OptionsBuilder::cache_size`]
+/// or [`OptionsBuilder::buffer_pages`] says otherwise: an eighth of the
+/// machine's memory, between [`MIN_CACHE`] and [`MAX_CACHE`].
+fn default_cache() -> u64 {
+    // SAFETY: sysconf has no preconditions; -1 (unknown) is handled.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let ram = u64::try_from(pages).unwrap_or(0) * u64::try_from(size).unwrap_or(0);
+    (ram / 8).clamp(MIN_CACHE, MAX_CACHE)
+}
+/// The default pool on a machine of little memory (or one that does not say).
+const MIN_CACHE: u64 = 64 << 20;
+/// The default pool at most: redb's default cache.
+const MAX_CACHE: u64 = 1 << 30;
+/// Bytes of write-ahead log unless [`OptionsBuilder::wal_size`] says
+/// otherwise: an eighth of the store's room, at most this.
+const WAL_SIZE: u64 = 64 << 20;
 /// The smallest write-ahead log: room for a batch of a few large pages.
 const MIN_WAL: u64 = 64 << 10;
 
@@ -164,10 +199,11 @@ fn page_size_problem(bytes: u32) -> Option<&'static str> {
 pub struct Options {
     pub(crate) store: Option<StoreKind>,
     pub(crate) page_size: Option<u32>,
-    pub(crate) buffer_pages: usize,
+    pub(crate) pool: Pool,
     pub(crate) policy: PolicyFactory,
-    pub(crate) wal_size: u64,
+    pub(crate) wal_size: Option<u64>,
     pub(crate) sync: bool,
+    pub(crate) writer: bool,
     pub(crate) append_fill: u8,
     pub(crate) max_size: Option<u64>,
     pub(crate) io: Option<IoProfile>,
@@ -212,10 +248,11 @@ impl Default for Options {
         Options {
             store: None,
             page_size: None,
-            buffer_pages: BUFFER_PAGES,
+            pool: Pool::Bytes(default_cache()),
             policy: Arc::new(|_| Box::new(Lru::default())),
-            wal_size: WAL_SIZE,
+            wal_size: None,
             sync: false,
+            writer: true,
             append_fill: APPEND_FILL,
             max_size: None,
             io: None,
@@ -229,9 +266,10 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("store", &self.store)
             .field("page_size", &self.page_size)
-            .field("buffer_pages", &self.buffer_pages)
+            .field("pool", &self.pool)
             .field("wal_size", &self.wal_size)
             .field("sync", &self.sync)
+            .field("writer", &self.writer)
             .field("append_fill", &self.append_fill)
             .field("max_size", &self.max_size)
             .field("io", &self.io)
@@ -249,6 +287,11 @@ impl Options {
     /// A builder starting from these options.
     pub fn to_builder(&self) -> OptionsBuilder {
         OptionsBuilder(self.clone())
+    }
+
+    /// Bytes of the log's home for a new store that may use `room` bytes.
+    pub(crate) fn wal_bytes(&self, room: u64) -> u64 {
+        self.wal_size.unwrap_or((room / 8).clamp(MIN_WAL, WAL_SIZE))
     }
 
     /// Page size of a new in-place store.
@@ -276,10 +319,24 @@ impl OptionsBuilder {
         self
     }
 
-    /// Buffer pool frames, at least 1. A write batch may pin more frames
-    /// while it runs; the pool shrinks back when it commits. Default: 256.
+    /// Buffer pool frames (pages), at least 1; replaces
+    /// [`OptionsBuilder::cache_size`]. A write batch may pin more frames
+    /// while it runs; the pool shrinks back when it commits. Default: what
+    /// [`OptionsBuilder::cache_size`]'s default holds.
     pub fn buffer_pages(mut self, frames: usize) -> Self {
-        self.0.buffer_pages = frames;
+        self.0.pool = Pool::Frames(frames);
+        self
+    }
+
+    /// Bytes of pages the buffer pool holds at most (rounded down to whole
+    /// pages, at least one); replaces [`OptionsBuilder::buffer_pages`].
+    /// The pool takes memory only for the pages read or written, so this
+    /// is a cap, not an allocation. Default: an eighth of the machine's
+    /// memory, at least 64 MiB and at most 1 GiB (redb's default cache): a
+    /// store shares the machine with its application, and the operating
+    /// system's page cache holds what the pool drops.
+    pub fn cache_size(mut self, bytes: u64) -> Self {
+        self.0.pool = Pool::Bytes(bytes);
         self
     }
 
@@ -290,11 +347,18 @@ impl OptionsBuilder {
         self
     }
 
-    /// Bytes reserved for the write-ahead log of a new store, at least
-    /// 64 KiB (rounded up to two erase units). A batch's record must fit
-    /// half of it. Default: 16 MiB.
+    /// Bytes of the write-ahead log's home region of a new store, at least
+    /// 64 KiB (rounded up to two erase units). A batch whose record does
+    /// not fit half of it moves the log to a larger region for as long as
+    /// needed (except on raw NAND, where it is refused with
+    /// [`crate::Error::Full`]); a larger log lets pages stay dirty longer,
+    /// absorbing more changes per write back. In a file the region costs
+    /// disk space only where written, and is given back after each
+    /// checkpoint. Default: an eighth of the bytes the store may use
+    /// ([`OptionsBuilder::max_size`], or the device), at least 64 KiB and at
+    /// most 64 MiB.
     pub fn wal_size(mut self, bytes: u64) -> Self {
-        self.0.wal_size = bytes;
+        self.0.wal_size = Some(bytes);
         self
     }
 
@@ -303,6 +367,18 @@ impl OptionsBuilder {
     /// Default: `false`.
     pub fn sync(mut self, on: bool) -> Self {
         self.0.sync = on;
+        self
+    }
+
+    /// Clean dirty pages ahead of need: a background writer writes back the
+    /// pages changed longest ago, so that a log switch carries few pages
+    /// forward and an eviction seldom finds a dirty victim. A thread where
+    /// the log's device can be flushed from one (a file); otherwise the
+    /// work runs after the commit that calls for it. Off: pages are
+    /// written back only when evicted or at checkpoints, as in the seed
+    /// experiments. Default: `true`.
+    pub fn writer(mut self, on: bool) -> Self {
+        self.0.writer = on;
         self
     }
 
@@ -347,16 +423,22 @@ impl OptionsBuilder {
     /// names the first that is not.
     pub fn build(self) -> Result<Options> {
         let o = self.0;
-        if o.buffer_pages == 0 {
+        if o.pool == Pool::Frames(0) {
             return Err(invalid(
                 "buffer_pages",
                 "the buffer pool needs at least 1 frame",
             ));
         }
-        if o.wal_size < MIN_WAL {
+        if o.pool == Pool::Bytes(0) {
+            return Err(invalid(
+                "cache_size",
+                "the buffer pool needs room for at least 1 page",
+            ));
+        }
+        if let Some(wal) = o.wal_size.filter(|&w| w < MIN_WAL) {
             return Err(invalid(
                 "wal_size",
-                format!("{} bytes is less than the 64 KiB a log needs", o.wal_size),
+                format!("{wal} bytes is less than the 64 KiB a log needs"),
             ));
         }
         if !(50..=95).contains(&o.append_fill) {
@@ -426,7 +508,16 @@ mod tests {
         let o = Options::builder().build().unwrap();
         assert_eq!(format!("{o:?}"), format!("{:?}", Options::default()));
         assert_eq!(o.in_place_page_size(), 4096);
-        assert_eq!((o.buffer_pages, o.wal_size, o.sync), (256, 16 << 20, false));
+        assert_eq!((o.wal_size, o.sync, o.writer), (None, false, true));
+        assert_eq!(o.wal_bytes(64 << 30), 64 << 20);
+        assert_eq!(o.wal_bytes(64 << 20), 8 << 20);
+        assert_eq!(o.wal_bytes(1 << 10), 64 << 10);
+        let Pool::Bytes(cache) = o.pool else {
+            panic!("the default pool is a size in bytes")
+        };
+        assert!((64 << 20..=1 << 30).contains(&cache), "{cache}");
+        assert_eq!(Pool::Bytes(cache).frames(4096) as u64, cache / 4096);
+        assert_eq!(Pool::Bytes(100).frames(4096), 1, "at least one frame");
         assert_eq!(
             o.lab,
             LabOptions {
@@ -439,6 +530,7 @@ mod tests {
     #[test]
     fn build_refuses_what_cannot_work() {
         refused(Options::builder().buffer_pages(0), "buffer_pages");
+        refused(Options::builder().cache_size(0), "cache_size");
         refused(Options::builder().append_fill(49), "append_fill");
         refused(Options::builder().append_fill(96), "append_fill");
         refused(Options::builder().wal_size((64 << 10) - 1), "wal_size");

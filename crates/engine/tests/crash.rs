@@ -12,7 +12,7 @@ use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
 use flashkv_testing::{cases, soak, Shared};
 
 mod common;
-use common::{run, workload, Model};
+use common::{run, workload, workload_big, Model};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -73,6 +73,16 @@ fn case(seed: u64, kind: StoreKind, nand: bool) -> bool {
     case_sized(seed, kind, nand, 10..60, 150)
 }
 
+/// A crash case whose batches may be larger than the log's home half
+/// (64 KiB of log): the log moves to a larger region and back.
+fn big_case(seed: u64) -> bool {
+    let kind = [StoreKind::InPlace, SEED][(seed % 2) as usize];
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let n = rng.gen_range(10..40);
+    let ops = workload_big(&mut rng, n, 2000, 800);
+    crash_case(seed, kind, false, ops, Some(64 << 10))
+}
+
 /// Runs `ops` on a store opened on `open()`; a crash while opening leaves the empty state.
 fn run_on(db: Result<Db, Error>, ops: &[common::Op], sync: bool) -> (Vec<Model>, usize, bool) {
     match db {
@@ -99,13 +109,27 @@ fn case_sized(
     keys: u32,
 ) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
-    let sync = rng.gen_bool(0.3);
     let n = rng.gen_range(ops);
     let ops = workload(&mut rng, n, keys);
+    crash_case(seed, kind, nand, ops, None)
+}
+
+/// Runs `ops` on a device that loses power at a random write, recovers
+/// (maybe losing power again), and checks the state; `wal`: the log's
+/// size (else a small one at random).
+fn crash_case(
+    seed: u64,
+    kind: StoreKind,
+    nand: bool,
+    ops: Vec<common::Op>,
+    wal: Option<u64>,
+) -> bool {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
+    let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
+    let sync = rng.gen_bool(0.3);
     // Small logs make checkpoints (and recoveries that fill a log half) frequent.
-    let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(nand)..3)];
-    let o = opts(kind, frames, sync, wal);
+    let small = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(usize::from(nand)..3)];
+    let o = opts(kind, frames, sync, wal.unwrap_or(small));
     let grouped = seed % 2 == 1;
     // A dry run counts the writes; then crash at one of them.
     let dry = fresh(nand, plan(&mut rng, None), grouped);
@@ -197,6 +221,12 @@ fn long_case(seed: u64) -> bool {
     let a = case_sized(seed, StoreKind::InPlace, seed % 2 == 0, 200..500, 3000);
     let b = case_sized(seed, SEED, seed % 2 == 1, 200..500, 3000);
     a || b
+}
+
+#[test]
+fn crash_batches_larger_than_the_log() {
+    let test = "crash_batches_larger_than_the_log";
+    cases(test, 80_000..80_400, big_case).assert_hits(test, 80);
 }
 
 #[test]

@@ -43,9 +43,10 @@ pub struct KvArgs {
     /// Default: 64 GiB in a file, the whole device with --device.
     #[arg(long)]
     size: Option<String>,
-    /// Buffer pool frames.
-    #[arg(long, default_value_t = 64)]
-    buffer: usize,
+    /// Buffer pool frames (pages) [default: the engine's: an eighth of the
+    /// machine's memory, at least 64 MiB and at most 1 GiB of pages].
+    #[arg(long)]
+    buffer: Option<usize>,
     /// Buffer replacement policy.
     #[arg(long, default_value = "lru",
           value_parser = clap::builder::PossibleValuesParser::new(flashkv_engine::POLICY_NAMES))]
@@ -144,12 +145,15 @@ pub fn run(args: KvArgs) -> ExitCode {
 fn options(args: &KvArgs) -> Result<Options, Fail> {
     let policy = flashkv_engine::policy_by_name(&args.policy)
         .ok_or_else(|| Fail::Usage(format!("unknown policy {}", args.policy)))?;
-    if args.buffer == 0 {
+    if args.buffer == Some(0) {
         return Err(Fail::Usage(
             "--buffer 0: the buffer pool needs at least 1 page".into(),
         ));
     }
-    let mut opts = Options::builder().buffer_pages(args.buffer).policy(policy);
+    let mut opts = Options::builder().policy(policy);
+    if let Some(frames) = args.buffer {
+        opts = opts.buffer_pages(frames);
+    }
     if let Some(size) = &args.size {
         let bytes = flashkv_device::parse_size(size)
             .map_err(|e| Fail::Usage(format!("--size {size}: {e}")))?;

@@ -112,16 +112,25 @@ impl Core {
         self.retire(retired)
     }
 
+    /// Dirty pages a switch carries at most: images filling a quarter of
+    /// the log's home, half of a half (the rest is for new records).
+    pub(super) fn carry_limit(&self) -> usize {
+        let per = (self.store.page_size() + redo::IMAGE_OVERHEAD) as u64;
+        (self.layout.home_len / 4 / per) as usize
+    }
+
     /// Writes back the dirty pages changed longest ago until the rest fit a
-    /// carry of at most an eighth of the log's home (the background writer
-    /// keeps them fewer; this runs when it fell behind).
+    /// carry ([`Core::carry_limit`]); the background writer keeps them
+    /// fewer, and this runs when it fell behind.
     fn bound_carry(&mut self) -> Result<()> {
         let Some(w) = &self.disk.journal else {
             return Ok(());
         };
-        let per = w.record_len(self.store.page_size() + redo::IMAGE_OVERHEAD);
-        let most = (self.layout.home_len / 8 / per) as usize;
-        let excess = self.pool.dirty_len().saturating_sub(most);
+        // As many as the log's half can image (the reserve kept room for
+        // them); the rest are carried, the log moving if need be.
+        let one = w.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + self.store.page_size());
+        let room = (w.remaining() / one) as usize;
+        let excess = room.min(self.pool.dirty_len().saturating_sub(self.carry_limit()));
         if excess > 0 {
             self.stalls += 1;
             self.pool
@@ -132,9 +141,11 @@ impl Core {
 
     /// Bytes the carry records of the dirty pages take at most.
     fn carry_bytes(&self, w: &Wal) -> u64 {
-        let ps = self.store.page_size();
-        let per = w.record_len(redo::META_BYTES + CARRY_PAGES * (ps + redo::IMAGE_OVERHEAD));
-        (self.pool.dirty_len() as u64).div_ceil(CARRY_PAGES as u64) * per
+        let per = |n: usize| {
+            w.record_len(redo::META_BYTES + n * (self.store.page_size() + redo::IMAGE_OVERHEAD))
+        };
+        let n = self.pool.dirty_len();
+        (n / CARRY_PAGES) as u64 * per(CARRY_PAGES) + per(n % CARRY_PAGES)
     }
 
     /// Appends the tree state and an image of every dirty page, in carry
@@ -180,6 +191,11 @@ impl Core {
         }
         w.relocate(start, len, epoch);
         self.set_log_region(start, len)?;
+        if self.log_id == 0 && self.layout.at_home() && self.shrink.is_some() {
+            // Back home: the file ends with the pages in use again.
+            let used = self.store.used(self.meta.next_page).max(l.data_start);
+            self.cut_at = Some(round_up(used, u64::from(self.disk.geo.sector_size)));
+        }
         Ok((l.wal_start, l.wal_len))
     }
 
@@ -197,7 +213,7 @@ impl Core {
         let (top, floor) = match self.log_id {
             0 => (
                 l.data_start + l.data_len,
-                self.store.extent(self.meta.next_page).max(l.data_start),
+                self.store.used(self.meta.next_page).max(l.data_start),
             ),
             _ => (lg.capacity, l.home_start + l.home_len),
         };
@@ -223,9 +239,16 @@ impl Core {
     }
 
     /// Trims `(off, len)` of the log, which the checkpoint just written
-    /// retired (stores in files: gives the space back to the file system).
+    /// retired (stores in files: gives the space back to the file system),
+    /// and cuts the file short where the log came home from its end.
     fn retire(&mut self, (off, len): (u64, u64)) -> Result<()> {
-        match self.trim_log && len > 0 {
+        let Some(shrink) = &self.shrink else {
+            return Ok(());
+        };
+        if let Some(at) = self.cut_at.take() {
+            return shrink(at).map_err(Error::Io);
+        }
+        match len > 0 {
             true => self.disk.erase(Region::Wal, off, len),
             false => Ok(()),
         }

@@ -14,7 +14,7 @@ impl Db {
     /// The devices as they are; the `Db` left behind writes nothing when
     /// dropped.
     pub(super) fn into_devices(self) -> Devices {
-        let mut c = self.core.write().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.inner.core.write().unwrap_or_else(|e| e.into_inner());
         c.disk.journal = None;
         let dev = std::mem::replace(&mut c.disk.dev, Box::new(Detached));
         (dev, c.disk.log.take())
@@ -26,15 +26,27 @@ impl Drop for Db {
     /// one to report a failure to, and writes nothing while a panic
     /// unwinds or after a failure poisoned the store.
     fn drop(&mut self) {
+        self.stop_writer();
         // A flush that failed outside the lock (group commit) poisons too:
         // a mark must not follow records that may not be durable.
-        if std::thread::panicking() || self.sync.failed() {
+        if std::thread::panicking() || self.inner.sync.failed() {
             return;
         }
-        if let Ok(c) = self.core.get_mut() {
+        if let Ok(mut c) = self.inner.core.write() {
             if !c.poisoned {
                 c.mark_log_end();
             }
+        }
+    }
+}
+
+impl Db {
+    /// Stops the background writer's thread (it finishes its step).
+    pub(super) fn stop_writer(&mut self) {
+        if let Some(t) = self.writer.take() {
+            self.inner.signal.stop();
+            // A writer that panicked poisoned the store's lock already.
+            let _ = t.join();
         }
     }
 }

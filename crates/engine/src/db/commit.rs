@@ -20,8 +20,9 @@ impl Core {
             if let Some(w) = &c.disk.journal {
                 // Each operation may dirty one more page without an image.
                 let fresh = (c.meta.next_page as usize).saturating_sub(c.pool.dirty_len());
-                let unimaged = c.pool.unimaged() + ops.min(fresh);
-                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, unimaged);
+                let more = ops.min(fresh);
+                let (dirty, unimaged) = (c.pool.dirty_len() + more, c.pool.unimaged() + more);
+                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, dirty, unimaged);
                 if w.remaining() < want {
                     c.switch(want)?;
                 }
@@ -51,7 +52,12 @@ impl Core {
                     }
                     Ok(wait) => {
                         c.commits += 1;
-                        return c.pool.unpin(&mut *c.store, &mut c.disk).map(|()| wait);
+                        c.pool.unpin(&mut *c.store, &mut c.disk)?;
+                        c.settle()?;
+                        if c.writer_inline {
+                            c.write_behind()?;
+                        }
+                        return Ok(wait);
                     }
                 }
             }
@@ -59,21 +65,35 @@ impl Core {
         })
     }
 
-    /// Log bytes to keep free for what writing back the dirty pages may
-    /// log: an image of each of the `unimaged` pages (a store that
-    /// overwrites pages logs one before it writes a page back, one record
-    /// per page at worst), and a record of the store's own per dirty page.
-    pub(super) fn log_reserve(&self, wal: &Wal, unimaged: usize) -> u64 {
+    /// Log bytes a batch keeps free beyond its record, for `dirty` dirty
+    /// pages of which `unimaged` have no image in the log: images of those
+    /// a switch cannot carry (beyond [`Core::carry_limit`]), which
+    /// [`Core::bound_carry`] writes back first, and a record of the store's
+    /// own per dirty page where it journals its writes. An eviction that
+    /// finds no room for its images waits for the next switch instead.
+    pub(super) fn log_reserve(&self, wal: &Wal, dirty: usize, unimaged: usize) -> u64 {
         let ps = self.store.page_size();
         let mut r = 0;
         if self.store.overwrites() {
+            let excess = unimaged.min(dirty.saturating_sub(self.carry_limit()));
             let one = wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
-            r += unimaged as u64 * one;
+            r += excess as u64 * one;
         }
         if self.store.journals_writes() {
-            r += self.pool.dirty_len() as u64 * wal.record_len(64);
+            r += dirty as u64 * wal.record_len(64);
         }
         r
+    }
+
+    /// After an operation: evictions that waited for room in the log (the
+    /// pool is over its size) run after a switch, which carries their
+    /// pages' images into the new epoch.
+    pub(super) fn settle(&mut self) -> Result<()> {
+        if self.pool.over() && self.disk.journal.is_some() {
+            self.switch(0)?;
+            self.pool.shrink(&mut *self.store, &mut self.disk)?;
+        }
+        Ok(())
     }
 
     /// Appends the running batch to the log (durably if `sync`): images of
@@ -99,7 +119,8 @@ impl Core {
         let mut built = self.batch_record(self.store.overwrites() && self.pool.has_room());
         let need = |b: &(redo::Writer, Vec<PageId>)| {
             let newly = b.1.iter().filter(|id| !self.pool.is_imaged(**id)).count();
-            wal.record_len(b.0.len()) + self.log_reserve(&wal, self.pool.unimaged() - newly)
+            let unimaged = self.pool.unimaged() - newly;
+            wal.record_len(b.0.len()) + self.log_reserve(&wal, self.pool.dirty_len(), unimaged)
         };
         if need(&built) > wal.remaining() && self.store.overwrites() {
             built = self.batch_record(false);

@@ -7,6 +7,7 @@ mod close;
 mod commit;
 mod open;
 mod recover;
+mod writer;
 
 pub use batch::{BatchOp, WriteBatch};
 
@@ -19,7 +20,7 @@ use flashkv_device::{BlockDevice, DeviceStats, Geometry};
 use crate::btree::{self, Meta, Shape, Tree};
 use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
-use crate::file::{self, Mode};
+use crate::file::{self, Mode, Shrink};
 use crate::group::LogSync;
 use crate::io::{Disk, Region, RegionStats};
 use crate::iter::{prefix_end, Range};
@@ -94,8 +95,12 @@ struct Core {
     sync: bool,
     append_fill: u8,
     io: Option<IoProfile>,
-    /// Trim the log half a checkpoint retires (file stores).
-    trim_log: bool,
+    /// A store in a file: the log a checkpoint retires is given back to the
+    /// file system, and the file is cut short when the log comes home.
+    shrink: Option<Shrink>,
+    /// Where to cut the file once the checkpoint that brought the log home
+    /// is durable.
+    cut_at: Option<u64>,
     /// Id of the log device (0: the log is on the store's device).
     log_id: u64,
     /// Opened read-only: no write reaches the device.
@@ -107,6 +112,10 @@ struct Core {
     switches: u64,
     /// Switches that first wrote pages back, the background writer behind.
     stalls: u64,
+    /// Clean dirty pages ahead of need ([`writer`]).
+    writer: bool,
+    /// The writer's work runs after commits (no thread for it).
+    writer_inline: bool,
     /// Log bytes the last batch that did not fit needed (its record and
     /// the room kept for write-backs).
     log_need: u64,
@@ -135,10 +144,37 @@ struct Core {
 /// assert_eq!(all, vec![(b"hello".to_vec(), b"world".to_vec())]);
 /// ```
 pub struct Db {
+    inner: Arc<Inner>,
+    /// The background writer's thread, on stores whose log a thread can
+    /// flush ([`writer`]).
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a `Db` shares with its background writer.
+struct Inner {
     core: RwLock<Core>,
     /// How far the log is durable: durable commits wait on it after
     /// letting the lock go (group commit, on files).
     sync: Arc<LogSync>,
+    /// Wakes the background writer.
+    signal: writer::Signal,
+}
+
+impl Inner {
+    /// The core, unless an earlier failure left it out of step with the
+    /// device: a panic inside an operation (the mutex is poisoned) or an
+    /// error midway through a write. Then every call fails until the store
+    /// is reopened, which recovers the last durable state.
+    fn lock(&self) -> Result<RwLockWriteGuard<'_, Core>> {
+        let mut c = self.core.write().map_err(|_| Error::Poisoned)?;
+        if c.poisoned || self.sync.failed() {
+            return Err(Error::Poisoned);
+        }
+        // Hand the policy the page uses readers recorded meanwhile.
+        c.pool.drain_shared();
+        c.disk.catch_up();
+        Ok(c)
+    }
 }
 
 fn round_up(n: u64, to: u64) -> u64 {
@@ -242,7 +278,8 @@ impl Db {
         let cap = opts.max_size.unwrap_or(FILE_MAX);
         let (dev, created) = file::open(path, cap, mode)?;
         let len = dev.len()?;
-        match Core::open(Box::new(dev), None, opts, mode, Some(len)) {
+        let shrink = dev.shrinker()?;
+        match Core::open(Box::new(dev), None, opts, mode, Some((len, shrink))) {
             Ok(core) => Ok(Db::from_core(core)),
             Err(e) => {
                 if created {
@@ -265,33 +302,40 @@ impl Db {
         }
     }
 
-    fn from_core(core: Core) -> Db {
-        Db {
+    /// The `Db` of an opened core, with its background writer's thread
+    /// where the log can be flushed outside the lock (else the writer's
+    /// work runs after commits, [`Core::write_behind`]).
+    fn from_core(mut core: Core) -> Db {
+        let threaded = core.writer && core.disk.sync.outside();
+        core.writer_inline = core.writer && !threaded;
+        let inner = Arc::new(Inner {
             sync: core.disk.sync.clone(),
             core: RwLock::new(core),
+            signal: writer::Signal::default(),
+        });
+        // Without a thread the writer's work runs after commits instead.
+        let writer = match threaded {
+            true => writer::spawn(inner.clone()).ok(),
+            false => None,
+        };
+        if threaded && writer.is_none() {
+            if let Ok(mut c) = inner.core.write() {
+                c.writer_inline = true;
+            }
         }
+        Db { inner, writer }
     }
 
-    /// The core, unless an earlier failure left it out of step with the
-    /// device: a panic inside an operation (the mutex is poisoned) or an
-    /// error midway through a write. Then every call fails until the store
-    /// is reopened, which recovers the last durable state.
+    /// The core for an operation; see [`Inner::lock`].
     fn lock(&self) -> Result<RwLockWriteGuard<'_, Core>> {
-        let mut c = self.core.write().map_err(|_| Error::Poisoned)?;
-        if c.poisoned || self.sync.failed() {
-            return Err(Error::Poisoned);
-        }
-        // Hand the policy the page uses readers recorded meanwhile.
-        c.pool.drain_shared();
-        c.disk.catch_up();
-        Ok(c)
+        self.inner.lock()
     }
 
     /// The core under the shared lock, for reads of resident pages; the
     /// same refusals as [`Db::lock`].
     fn shared(&self) -> Result<RwLockReadGuard<'_, Core>> {
-        let c = self.core.read().map_err(|_| Error::Poisoned)?;
-        if c.poisoned || self.sync.failed() {
+        let c = self.inner.core.read().map_err(|_| Error::Poisoned)?;
+        if c.poisoned || self.inner.sync.failed() {
             return Err(Error::Poisoned);
         }
         Ok(c)
@@ -352,15 +396,21 @@ impl Db {
             existed = t.delete(key)?;
             Ok(())
         })?;
-        drop(c);
-        self.durable(wait)?;
+        self.committed(c, wait)?;
         Ok(existed)
     }
 
-    /// Returns once a commit is durable: at once, unless it logged record
-    /// `wait` to be made durable outside the lock (group commit).
-    fn durable(&self, wait: Option<u64>) -> Result<()> {
-        wait.map_or(Ok(()), |n| self.sync.wait(n))
+    /// After a commit: lets the lock go, wakes the background writer if
+    /// there are pages to clean, and returns once the commit is durable: at
+    /// once, unless it logged record `wait` to be made durable outside the
+    /// lock (group commit).
+    fn committed(&self, c: RwLockWriteGuard<'_, Core>, wait: Option<u64>) -> Result<()> {
+        let due = self.writer.is_some() && c.writer_due();
+        drop(c);
+        if due {
+            self.inner.signal.wake();
+        }
+        wait.map_or(Ok(()), |n| self.inner.sync.wait(n))
     }
 
     /// Replaces the value of an existing key. Returns whether the key was
@@ -378,8 +428,7 @@ impl Db {
             debug_assert!(existed, "the key update found is still there");
             Ok(())
         })?;
-        drop(c);
-        self.durable(wait)?;
+        self.committed(c, wait)?;
         Ok(true)
     }
 
@@ -397,8 +446,7 @@ impl Db {
             debug_assert!(!existed, "key {n} is new");
             Ok(())
         })?;
-        drop(c);
-        self.durable(wait)?;
+        self.committed(c, wait)?;
         Ok(n)
     }
 
@@ -430,8 +478,7 @@ impl Db {
             }
             Ok(())
         })?;
-        drop(c);
-        self.durable(wait)
+        self.committed(c, wait)
     }
 
     /// Pairs with keys in `range`, in ascending key order. `range` is `..`
@@ -590,7 +637,8 @@ impl Db {
 
     /// Checkpoints, marks the end of the log, and returns the device and
     /// the log device, if the store has one ([`Db::open_with_log`]).
-    pub fn close_with_log(self) -> Result<Devices> {
+    pub fn close_with_log(mut self) -> Result<Devices> {
+        self.stop_writer();
         self.lock()?.guard(|c| {
             c.checkpoint()?;
             c.mark_log_end();
@@ -600,13 +648,14 @@ impl Db {
     }
 
     /// Returns the device as it is, without writing anything (for crash tests).
-    pub fn into_device(self) -> Box<dyn BlockDevice> {
+    pub fn into_device(mut self) -> Box<dyn BlockDevice> {
+        self.stop_writer();
         self.into_devices().0
     }
 
     /// Counters since open.
     pub fn stats(&self) -> Stats {
-        let mut c = self.core.write().unwrap_or_else(|e| e.into_inner());
+        let mut c = self.inner.core.write().unwrap_or_else(|e| e.into_inner());
         c.pool.drain_shared();
         Stats {
             store_kind: c.store.kind().name(),
@@ -622,7 +671,7 @@ impl Db {
             checkpoints: c.checkpoints,
             switches: c.switches,
             stalls: c.stalls,
-            device_flushes: c.disk.flushes + self.sync.syncs(),
+            device_flushes: c.disk.flushes + self.inner.sync.syncs(),
             device: c.disk.dev.stats(),
             log_device: c.disk.log.as_ref().map(|l| l.stats()),
             device_clock_ns: c.disk.now(),
@@ -637,7 +686,8 @@ impl Db {
 
     /// The page store the store uses.
     pub fn store_kind(&self) -> StoreKind {
-        self.core
+        self.inner
+            .core
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .store
@@ -673,6 +723,7 @@ impl Core {
             let r = f(&mut c.tree());
             // A read never pins; this only brings the pool back to size.
             c.pool.unpin(&mut *c.store, &mut c.disk)?;
+            c.settle()?;
             r
         })
     }

@@ -6,14 +6,18 @@ use super::*;
 impl Core {
     /// Opens the store on `device`. `create`: a blank device gets a new
     /// store.
-    /// `file_len`: the length of the file holding the store, for file stores.
+    /// `file`: for a store in a file, the file's length and how to cut it short.
     pub(super) fn open(
         device: Box<dyn BlockDevice>,
         log: Option<Box<dyn BlockDevice>>,
         opts: Options,
         mode: Mode,
-        file_len: Option<u64>,
+        file: Option<(u64, Shrink)>,
     ) -> Result<Core> {
+        let (file_len, shrink) = match file {
+            Some((len, shrink)) => (Some(len), Some(shrink)),
+            None => (None, None),
+        };
         let mut disk = Disk::new(device, log);
         let (ckpt, fresh) = Self::recognise(&mut disk, &opts, mode == Mode::Create)?;
         let store = Self::open_store(&ckpt, &disk, file_len)?;
@@ -40,7 +44,7 @@ impl Core {
             return Err(Error::NeedsRecovery);
         }
         let mut core = Core::new(disk, store, &ckpt, &opts, read_only);
-        core.trim_log = file_len.is_some();
+        core.shrink = shrink;
         match read_only {
             true => core.check_next_epoch(&next)?,
             false => core.start(records, &next, wal, opts.lab.wal, created)?,
@@ -133,9 +137,10 @@ impl Core {
         if let Some(io) = opts.io {
             store.set_write_size(io.seq_write_bytes);
         }
-        let policy = (opts.policy)(opts.buffer_pages);
+        let frames = opts.pool.frames(ckpt.page_size);
+        let policy = (opts.policy)(frames);
         Core {
-            pool: BufferPool::new(opts.buffer_pages, policy, opts.lab.index_in_memory),
+            pool: BufferPool::new(frames, policy, opts.lab.index_in_memory),
             meta: Meta {
                 root: ckpt.root,
                 next_page: ckpt.next_page,
@@ -148,7 +153,8 @@ impl Core {
             sync: opts.sync,
             append_fill: opts.append_fill,
             io: opts.io,
-            trim_log: false,
+            shrink: None,
+            cut_at: None,
             log_id: ckpt.log_id,
             read_only,
             poisoned: false,
@@ -157,6 +163,8 @@ impl Core {
             switches: 0,
             stalls: 0,
             log_need: 0,
+            writer: opts.writer,
+            writer_inline: false,
             store,
             disk,
         }
@@ -284,8 +292,12 @@ impl Core {
     ) -> Result<(u64, u64, u64, u64)> {
         let lg = disk.log_geo;
         let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
-        debug_assert!(opts.wal_size >= 64 << 10, "built options hold a 64 KiB log");
-        let want = round_up(opts.wal_size, 2 * align);
+        let room = opts
+            .max_size
+            .unwrap_or(disk.geo.capacity)
+            .min(disk.geo.capacity);
+        let want = round_up(opts.wal_bytes(room), 2 * align);
+        debug_assert!(want >= 64 << 10, "a log of at least 64 KiB");
         if disk.log.is_none() {
             return Ok((2 * slot_len, want, 2 * slot_len + want, 0));
         }

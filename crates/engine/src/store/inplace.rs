@@ -247,6 +247,9 @@ impl PageStore for InPlace {
             n => self.offset(n),
         }
     }
+    fn used(&self, next_page: PageId) -> u64 {
+        self.start + next_page * self.page_size as u64
+    }
     fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId> {
         // The pages whose first byte lies in the unit.
         let ps = self.page_size as u64;
@@ -359,7 +362,7 @@ impl PageStore for InPlace {
 
     fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()> {
         let len = bytes.min(self.region);
-        if self.start + len < self.extent(next_page) {
+        if self.start + len < self.used(next_page) {
             return Err(crate::Error::Full("page store (the log lies above it)"));
         }
         self.len = len;

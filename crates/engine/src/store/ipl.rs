@@ -515,6 +515,10 @@ impl PageStore for Ipl {
             .checked_sub(1)
             .map_or(0, |u| self.unit_off(u) + u64::from(LOG_SECTOR))
     }
+    fn used(&self, _: PageId) -> u64 {
+        // Units are taken lowest first; none at or above `fresh` holds data.
+        self.start + self.fresh * self.unit_size
+    }
     fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId> {
         unit * self.ppu..(unit + 1) * self.ppu
     }

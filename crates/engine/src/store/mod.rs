@@ -50,6 +50,10 @@ pub(crate) trait PageStore: Send + Sync {
     /// `0..next_page` have all been written: a file shorter than that was
     /// truncated.
     fn extent(&self, next_page: PageId) -> u64;
+    /// Bytes of the device (from 0) through the last byte the store may
+    /// hold data in, pages `0..next_page` allocated: where the region above
+    /// it is free (for the log to move to, or to give back).
+    fn used(&self, next_page: PageId) -> u64;
     /// The pages of erase unit `unit`: consecutive ids.
     fn unit_pages(&self, unit: u64) -> std::ops::Range<PageId>;
     /// Bytes of log records one in-page log write holds; 0: the store does not log.

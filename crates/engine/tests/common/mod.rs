@@ -40,6 +40,26 @@ pub fn workload(rng: &mut SmallRng, n: usize, keys: u32) -> Vec<Op> {
         .collect()
 }
 
+/// `n` operations on `keys` keys, among them batches of up to `big` pairs
+/// (larger than a small log's half).
+pub fn workload_big(rng: &mut SmallRng, n: usize, keys: u32, big: usize) -> Vec<Op> {
+    let mut ops = workload(rng, n, keys);
+    for op in ops.iter_mut() {
+        if !rng.gen_bool(0.2) {
+            continue;
+        }
+        *op = Op::Batch(
+            (0..rng.gen_range(big / 4..=big))
+                .map(|_| {
+                    let k = format!("k{:05}", rng.gen_range(0..keys)).into_bytes();
+                    (k, rng.gen_bool(0.9).then(|| vec![rng.gen::<u8>(); 100]))
+                })
+                .collect(),
+        );
+    }
+    ops
+}
+
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Applies `op` to the store and to `next`, the model of what it then holds.

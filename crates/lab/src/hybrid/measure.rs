@@ -14,6 +14,8 @@ use crate::oltp::{self, Kind};
 
 /// Page size: Oracle's default 8 KB block, the seed's typical request.
 const PAGE: u32 = 8192;
+/// The engine's log: the size the study was calibrated with.
+const LOG: u64 = 16 << 20;
 
 /// Loads the database onto `dev` (with a buffer that holds it, and its log
 /// on `log` if given) and checkpoints.
@@ -26,6 +28,8 @@ fn load(
     let opts = Options::builder()
         .page_size(PAGE)
         .buffer_pages(1 << 16)
+        .wal_size(LOG)
+        .writer(false)
         .build()?;
     let db = match log {
         Some(log) => Db::open_with_log(dev, log, opts)?,
@@ -129,7 +133,12 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
         _ => (Box::new(home), None),
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
-    let opts = Options::builder().buffer_pages(buffer).sync(true).build()?;
+    let opts = Options::builder()
+        .buffer_pages(buffer)
+        .wal_size(LOG)
+        .writer(false)
+        .sync(true)
+        .build()?;
     let db = match log {
         Some(log) => Db::open_with_log(top, log, opts)?,
         None => Db::open(top, opts)?,
