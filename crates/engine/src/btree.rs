@@ -33,6 +33,8 @@ pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 1 << 20;
 /// Deepest tree walked before declaring the structure corrupt.
 const MAX_DEPTH: usize = 64;
+/// What [`crate::Error::Full`] says when the page store has no page left.
+pub(crate) const NO_FREE_PAGES: &str = "no free pages";
 /// Why a walk down the tree gave up.
 const TOO_DEEP: &str = "deeper than 64 levels (a pointer loop)";
 /// Why a tree pointer is refused.
@@ -159,48 +161,60 @@ fn child_for(p: &Page, key: &[u8]) -> Result<PageId> {
     }
 }
 
-/// `f` of the value of `key` (lent from the page) when every page it
-/// takes is resident in `pool`, read without changing anything but the
-/// pool's record of shared uses; `Ok(None)`: some page is not resident
-/// (or too many uses wait), and `f` did not run.
-pub(crate) fn get_resident<T>(
+/// A page where a shared read may fetch one the pool does not hold:
+/// `Ok(None)` when it cannot (the read then goes the exclusive way).
+pub(crate) type Fetch<'a> = &'a mut dyn FnMut(PageId) -> Result<Option<Page>>;
+
+/// `f` of the value of `key` (lent from the page), read without changing
+/// anything but the pool's record of shared uses: pages not resident are
+/// taken from `fetch`. `Ok(None)`: `fetch` could not give one (or too many
+/// uses wait), and `f` did not run.
+pub(crate) fn get_shared<T>(
     pool: &BufferPool,
     meta: &Meta,
     key: &[u8],
+    fetch: Fetch<'_>,
     f: impl FnOnce(Option<&[u8]>) -> T,
 ) -> Result<Option<T>> {
-    // The pages passed, for the policy: no allocation per read.
+    // The resident pages passed, for the policy: no allocation per read.
     let mut used = [NO_PAGE; MAX_DEPTH];
     let mut n = 0;
     let mut id = meta.root;
-    let leaf = loop {
-        let Some(p) = pool.peek(id) else {
-            return Ok(None);
+    // The page fetched last, while the descent is on it.
+    let mut fetched: Option<Page>;
+    for _ in 0..MAX_DEPTH {
+        let p = match pool.peek(id) {
+            Some(p) => {
+                used[n] = id;
+                n += 1;
+                p
+            }
+            None => match fetch(id)? {
+                Some(page) => {
+                    debug_assert_eq!(page.id(), id, "a fetch gives the page asked for");
+                    fetched = Some(page);
+                    fetched.as_ref().expect("just fetched")
+                }
+                None => return Ok(None),
+            },
         };
-        if n == MAX_DEPTH {
-            return Err(bad_tree(meta.root, TOO_DEEP));
-        }
-        used[n] = id;
-        n += 1;
         match p.kind() {
-            Kind::Leaf => break p,
             Kind::Internal => id = child_for(p, key)?,
+            Kind::Leaf => {
+                let value = match p.search(key) {
+                    Err(_) => None,
+                    Ok(i) => match p.val(i) {
+                        [0, v @ ..] => Some(v),
+                        // Overflow chains go the exclusive way.
+                        _ => return Ok(None),
+                    },
+                };
+                return Ok(pool.note_shared(&used[..n]).then(|| f(value)));
+            }
             Kind::Overflow | Kind::Free => return Err(bad_tree(id, NOT_TREE)),
         }
-    };
-    debug_assert_eq!(leaf.kind(), Kind::Leaf, "a descent ends at a leaf");
-    let value = match leaf.search(key) {
-        Err(_) => None,
-        Ok(i) => {
-            let cell = leaf.val(i);
-            match cell.first() {
-                Some(0) => Some(&cell[1..]),
-                // Overflow chains go the exclusive way.
-                _ => return Ok(None),
-            }
-        }
-    };
-    Ok(pool.note_shared(&used[..n]).then(|| f(value)))
+    }
+    Err(bad_tree(meta.root, TOO_DEEP))
 }
 
 /// The resident leaf covering `key` (`None`: the leftmost leaf, or the
@@ -351,7 +365,7 @@ impl Tree<'_> {
             NO_PAGE => {
                 let id = self.meta.next_page;
                 if id >= self.store.max_pages() {
-                    return Err(Error::Full("no free pages"));
+                    return Err(Error::Full(NO_FREE_PAGES));
                 }
                 self.meta.next_page += 1;
                 id

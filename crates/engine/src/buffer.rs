@@ -73,6 +73,9 @@ pub struct BufferStats {
     pub hits: u64,
     /// Page requests that read the page store.
     pub misses: u64,
+    /// Of those, the pages readers sharing the store read themselves (in
+    /// parallel, outside the exclusive lock), admitted afterwards.
+    pub shared_misses: u64,
     /// Evictions that wrote the victim (and its group) back.
     pub dirty_evictions: u64,
     /// Evictions of unchanged pages: nothing written.
@@ -123,6 +126,10 @@ fn use_shard() -> usize {
     SHARD.with(|s| *s)
 }
 
+/// Pages shared readers may stage before one is sent down the exclusive
+/// path to admit them.
+const MAX_STAGED: usize = 256;
+
 /// Uses readers may record before one is sent down the exclusive path to
 /// hand them over.
 const MAX_SHARED_USES: usize = 4096;
@@ -131,6 +138,9 @@ pub(crate) struct BufferPool {
     frames: HashMap<PageId, Frame>,
     /// Uses by shared readers, in order per thread, not yet given to the policy.
     shared: [Mutex<SharedUses>; USE_SHARDS],
+    /// Pages shared readers read from the store, admitted at the next
+    /// exclusive lock (no writer runs in between, so they are current).
+    staged: Mutex<Vec<Page>>,
     /// Resident pages that differ from the page store's copy.
     dirty: BTreeSet<PageId>,
     /// The dirty pages by their latest change (the frame's `lsn`), oldest
@@ -200,6 +210,7 @@ impl BufferPool {
         BufferPool {
             frames: HashMap::default(),
             shared: Default::default(),
+            staged: Mutex::new(Vec::new()),
             dirty: BTreeSet::new(),
             by_change: BTreeSet::new(),
             change_of: HashMap::default(),
@@ -356,6 +367,37 @@ impl BufferPool {
                 }
             }
         }
+    }
+
+    /// Keeps a page a shared reader read for the next exclusive lock to
+    /// admit; false, keeping nothing, when too many wait already.
+    pub fn stage(&self, page: Page) -> bool {
+        let mut s = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        if s.len() >= MAX_STAGED {
+            return false;
+        }
+        s.push(page);
+        true
+    }
+
+    /// Admits the pages shared readers read (those not resident since),
+    /// making room as a miss does; returns how many it admitted. Runs
+    /// first under the exclusive lock.
+    pub fn admit_staged(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<u64> {
+        let staged = std::mem::take(self.staged.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let mut n = 0;
+        for page in staged {
+            let id = page.id();
+            if self.frames.contains_key(&id) {
+                continue;
+            }
+            self.stats.misses += 1;
+            self.stats.shared_misses += 1;
+            self.make_room(store, disk)?;
+            self.insert(id, page, false, false);
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// The frame of `id`, read from the store on a miss.
@@ -705,9 +747,12 @@ impl BufferPool {
             return true;
         };
         let n = ids.iter().filter(|id| !self.imaged.contains(id)).count();
-        let per = IMAGES_PER_RECORD * (store.page_size() + redo::IMAGE_OVERHEAD);
-        let bytes = n.div_ceil(IMAGES_PER_RECORD) as u64 * w.record_len(redo::IMAGES_HDR + per);
-        n == 0 || bytes <= w.remaining()
+        let rec = |k: usize| match k {
+            0 => 0,
+            k => w.record_len(redo::IMAGES_HDR + k * (store.page_size() + redo::IMAGE_OVERHEAD)),
+        };
+        let full = (n / IMAGES_PER_RECORD) as u64 * rec(IMAGES_PER_RECORD);
+        full + rec(n % IMAGES_PER_RECORD) <= w.remaining()
     }
 
     /// Whether the pool holds more frames than its size with no batch

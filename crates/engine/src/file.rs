@@ -125,6 +125,25 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
 pub(crate) type Shrink = Box<dyn Fn(u64) -> io::Result<()> + Send + Sync>;
 
 impl StoreFile {
+    /// A reader of this file for readers sharing the store (a second
+    /// handle on it): reads past its end are zeros, as through the store.
+    pub fn reader(&self) -> Result<crate::io::ReadAt> {
+        let file = self.file.try_clone().map_err(|e| io_err(&self.path, e))?;
+        Ok(Arc::new(move |offset, buf: &mut [u8]| {
+            let mut got = 0;
+            while got < buf.len() {
+                match file.read_at(&mut buf[got..], offset + got as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            buf[got..].fill(0);
+            Ok(())
+        }))
+    }
+
     /// A [`Shrink`] for this file (a second handle on it).
     pub fn shrinker(&self) -> Result<Shrink> {
         let file = self.file.try_clone().map_err(|e| io_err(&self.path, e))?;

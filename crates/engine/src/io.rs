@@ -9,6 +9,10 @@ use crate::error::Result;
 use crate::group::{LogSync, Mark};
 use crate::wal::Wal;
 
+/// Reads the device from any thread, outside the store's lock (a file's
+/// `pread`): `Ok` fills the buffer, zeros past the end of the file.
+pub(crate) type ReadAt = Arc<dyn Fn(u64, &mut [u8]) -> std::io::Result<()> + Send + Sync>;
+
 /// Where on the device an operation went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Region {

@@ -1,6 +1,8 @@
 //! Streaming range reads: [`Range`] walks a key range a chunk at a time
 //! (16 pairs, doubling up to 64), so a scan of any size holds at most one
-//! chunk of pairs in memory.
+//! chunk of pairs in memory. A chunk is copied into one buffer the
+//! iterator keeps; a pair becomes two vectors only when it is returned,
+//! so `range(..).take(10)` allocates for ten pairs, not sixteen.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -26,7 +28,11 @@ pub struct Range<'a> {
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     reverse: bool,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The chunk's keys and values, back to back.
+    bytes: Vec<u8>,
+    /// Per pair not yet returned: where its key starts, the key's and the
+    /// value's lengths (the value follows the key).
+    pairs: VecDeque<(usize, usize, usize)>,
     chunk: usize,
     done: bool,
 }
@@ -38,7 +44,8 @@ impl<'a> Range<'a> {
             lo,
             hi,
             reverse,
-            buf: VecDeque::new(),
+            bytes: Vec::new(),
+            pairs: VecDeque::new(),
             chunk: FIRST_CHUNK,
             done: false,
         }
@@ -46,27 +53,42 @@ impl<'a> Range<'a> {
 
     /// Reads the next chunk and moves the range's near end past it.
     fn refill(&mut self) -> Result<()> {
-        let range = (as_ref(&self.lo), as_ref(&self.hi));
-        let chunk = self.db.scan_dir(range, self.reverse, self.chunk)?;
-        debug_assert!(chunk.len() <= self.chunk, "a chunk stops at its size");
         debug_assert!(
-            chunk.first().is_none_or(|(k, _)| match self.reverse {
-                false => crate::btree::above(k, range.0),
-                true => crate::btree::below(k, range.1),
+            self.pairs.is_empty(),
+            "a chunk is read once the last is used"
+        );
+        self.bytes.clear();
+        let range = (as_ref(&self.lo), as_ref(&self.hi));
+        let (bytes, pairs) = (&mut self.bytes, &mut self.pairs);
+        let n = self.db.scan_with(range, self.reverse, self.chunk, |k, v| {
+            pairs.push_back((bytes.len(), k.len(), v.len()));
+            bytes.extend_from_slice(k);
+            bytes.extend_from_slice(v);
+        })?;
+        debug_assert!(
+            n <= self.chunk && n == self.pairs.len(),
+            "a chunk stops at its size"
+        );
+        debug_assert!(
+            self.pairs.front().is_none_or(|&(at, kl, _)| {
+                let k = &self.bytes[at..at + kl];
+                match self.reverse {
+                    false => crate::btree::above(k, range.0),
+                    true => crate::btree::below(k, range.1),
+                }
             }),
             "a chunk starts past the pairs already returned"
         );
-        self.done = chunk.len() < self.chunk;
+        self.done = n < self.chunk;
         self.chunk = (self.chunk * 2).min(MAX_CHUNK);
-        if let Some((last, _)) = chunk.last() {
-            let past = Bound::Excluded(last.clone());
+        if let Some(&(at, kl, _)) = self.pairs.back() {
+            let past = Bound::Excluded(self.bytes[at..at + kl].to_vec());
             if self.reverse {
                 self.hi = past;
             } else {
                 self.lo = past;
             }
         }
-        self.buf.extend(chunk);
         Ok(())
     }
 }
@@ -75,13 +97,15 @@ impl Iterator for Range<'_> {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.buf.is_empty() && !self.done {
+        if self.pairs.is_empty() && !self.done {
             if let Err(e) = self.refill() {
                 self.done = true;
                 return Some(Err(e));
             }
         }
-        self.buf.pop_front().map(Ok)
+        let (at, kl, vl) = self.pairs.pop_front()?;
+        let (k, v) = self.bytes[at..at + kl + vl].split_at(kl);
+        Some(Ok((k.to_vec(), v.to_vec())))
     }
 }
 

@@ -19,6 +19,8 @@ use super::*;
 
 /// Bytes of a carry record's images at most: bounds its buffer.
 const CARRY_PAGES: usize = 256;
+/// Room left at least between the pages in use and a log that moved up.
+const GROWTH_GAP: u64 = 256 << 20;
 
 impl Core {
     /// Writes checkpoint `seq` of the store as it is now, its log starting
@@ -65,12 +67,18 @@ impl Core {
             );
             return Ok(());
         }
+        let dirty = self.pool.dirty_ids();
+        if !self.pool.room_to_image(&*self.store, &self.disk, &dirty) {
+            // A switch carries their images, which the half cannot take.
+            self.switch(0)?;
+        }
         self.pool.flush_all(&mut *self.store, &mut self.disk)?;
         let Some(mut w) = self.disk.journal.take() else {
             return self.write_checkpoint(self.ckpt_seq + 1, self.wal_seq);
         };
         let epoch = self.ckpt_seq + 1;
-        let moved = self.move_log(&mut w, epoch, 0);
+        let home = self.region_for(0);
+        let moved = self.move_log(&mut w, epoch, home);
         self.wal_seq = w.next_seq;
         self.pool.new_epoch();
         self.disk.journal = Some(w);
@@ -86,24 +94,28 @@ impl Core {
     }
 
     /// A switch: a new epoch with `need` bytes free after the pages it
-    /// carries forward, without writing pages back (but for the excess
-    /// [`Core::bound_carry`] cleans first).
+    /// carries forward, without writing pages back. Where no region the
+    /// log can move to holds that, the pages changed longest ago are
+    /// written back first (a stall: the background writer fell behind, or
+    /// is off).
     pub(super) fn switch(&mut self, need: u64) -> Result<()> {
         if self.read_only || self.disk.journal.is_none() {
             return self.checkpoint();
         }
-        self.bound_carry()?;
+        let mut region = self.region_for(self.carry_bytes() + need);
+        if self.carry_bytes() + need > self.room_in(region) {
+            self.stalls += 1;
+            self.shed_carry(self.room_in(region).saturating_sub(need))?;
+            region = self.region_for(self.carry_bytes() + need);
+        }
         let mut w = self.disk.journal.take().expect("the log is open");
         let epoch = self.ckpt_seq + 1;
-        let carry = self.carry_bytes(&w);
-        let r = self
-            .move_log(&mut w, epoch, carry + need)
-            .and_then(|retired| {
-                self.pool.new_epoch();
-                let first = w.next_seq;
-                self.carry(&mut w)?;
-                Ok((retired, first))
-            });
+        let r = self.move_log(&mut w, epoch, region).and_then(|retired| {
+            self.pool.new_epoch();
+            let first = w.next_seq;
+            self.carry(&mut w)?;
+            Ok((retired, first))
+        });
         self.disk.journal = Some(w);
         let (retired, first) = r?;
         self.wal_seq = first;
@@ -112,35 +124,43 @@ impl Core {
         self.retire(retired)
     }
 
-    /// Dirty pages a switch carries at most: images filling a quarter of
-    /// the log's home, half of a half (the rest is for new records).
-    pub(super) fn carry_limit(&self) -> usize {
-        let per = (self.store.page_size() + redo::IMAGE_OVERHEAD) as u64;
-        (self.layout.home_len / 4 / per) as usize
+    /// Bytes a new epoch in `region` keeps for records: a half, less a
+    /// margin of a sixteenth of the home's half.
+    fn room_in(&self, (_, len): (u64, u64)) -> u64 {
+        (len / 2).saturating_sub(self.layout.home_len / 32)
     }
 
-    /// Writes back the dirty pages changed longest ago until the rest fit a
-    /// carry ([`Core::carry_limit`]); the background writer keeps them
-    /// fewer, and this runs when it fell behind.
-    fn bound_carry(&mut self) -> Result<()> {
+    /// Dirty pages the background writer leaves: images filling half of a
+    /// half of the largest log the store grows into for them — its home,
+    /// or a region of half the buffer pool's bytes if that is larger (so a
+    /// store with a large pool defers write back as PostgreSQL's
+    /// `max_wal_size` lets it) — the rest of the half being for new records.
+    pub(super) fn carry_limit(&self) -> usize {
+        let ps = self.store.page_size() as u64;
+        let pool = self.pool.capacity() as u64 * ps;
+        let budget = self.layout.home_len.max(pool / 2);
+        (budget / 4 / (ps + redo::IMAGE_OVERHEAD as u64)) as usize
+    }
+
+    /// Writes back the dirty pages changed longest ago until the carry
+    /// takes at most `bytes`, as far as the current half can take their
+    /// images.
+    fn shed_carry(&mut self, bytes: u64) -> Result<()> {
         let Some(w) = &self.disk.journal else {
             return Ok(());
         };
-        // As many as the log's half can image (the reserve kept room for
-        // them); the rest are carried, the log moving if need be.
         let one = w.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + self.store.page_size());
-        let room = (w.remaining() / one) as usize;
-        let excess = room.min(self.pool.dirty_len().saturating_sub(self.carry_limit()));
-        if excess > 0 {
-            self.stalls += 1;
-            self.pool
-                .clean_oldest(&mut *self.store, &mut self.disk, excess)?;
-        }
-        Ok(())
+        let keep = (bytes / one) as usize;
+        let excess = self.pool.dirty_len().saturating_sub(keep);
+        let n = excess.min((w.remaining() / one) as usize);
+        self.pool.clean_oldest(&mut *self.store, &mut self.disk, n)
     }
 
     /// Bytes the carry records of the dirty pages take at most.
-    fn carry_bytes(&self, w: &Wal) -> u64 {
+    fn carry_bytes(&self) -> u64 {
+        let Some(w) = &self.disk.journal else {
+            return 0;
+        };
         let per = |n: usize| {
             w.record_len(redo::META_BYTES + n * (self.store.page_size() + redo::IMAGE_OVERHEAD))
         };
@@ -168,22 +188,31 @@ impl Core {
         Ok(())
     }
 
-    /// Moves the log to the other half of its region for `epoch`, or to
-    /// another region where a half must hold `need` bytes and the current
-    /// one cannot (0: home will do, as after a full write back), or back
-    /// home where it can. Returns the range the old epoch's records (or the
-    /// whole region left behind) take, to trim once the new checkpoint is
-    /// durable.
-    fn move_log(&mut self, w: &mut Wal, epoch: u64, need: u64) -> Result<(u64, u64)> {
+    /// Where a new epoch whose records take `need` bytes goes: the home
+    /// region where its half holds them (after a full write back `need`
+    /// is 0), else the region the log is in where it does, else a larger
+    /// one ([`Core::grown_region`]), else where the log is.
+    fn region_for(&self, need: u64) -> (u64, u64) {
         let l = self.layout;
-        let want = need + l.home_len / 32;
-        // Where no larger region fits, the log stays where it is, and a
-        // batch that does not fit is refused (`Full`).
-        let (start, len) = match () {
-            _ if want <= l.home_len / 2 => (l.home_start, l.home_len),
-            _ if !l.at_home() && want <= l.wal_len / 2 => (l.wal_start, l.wal_len),
-            _ => self.grown_region(want).unwrap_or((l.wal_start, l.wal_len)),
-        };
+        let (home, here) = ((l.home_start, l.home_len), (l.wal_start, l.wal_len));
+        match () {
+            _ if need <= self.room_in(home) => home,
+            _ if !l.at_home() && need <= self.room_in(here) => here,
+            _ => self.grown_region(need + l.home_len / 32).unwrap_or(here),
+        }
+    }
+
+    /// Moves the log to `region` for `epoch`: the other half of the
+    /// region it is in, or another region. Returns the range the old
+    /// epoch's records (or the whole region left behind) take, to trim
+    /// once the new checkpoint is durable.
+    fn move_log(
+        &mut self,
+        w: &mut Wal,
+        epoch: u64,
+        (start, len): (u64, u64),
+    ) -> Result<(u64, u64)> {
+        let l = self.layout;
         if (start, len) == (l.wal_start, l.wal_len) {
             let written = w.written();
             w.reset(epoch);
@@ -199,10 +228,13 @@ impl Core {
         Ok((l.wal_start, l.wal_len))
     }
 
-    /// A region for a log whose half holds `want` bytes: at the top of the
-    /// device (of the page store's region, or of the log's own device),
-    /// below the current one if the log is away from home already. Raw
-    /// NAND keeps its log at home.
+    /// A region for a log whose half holds `want` bytes, clear of the
+    /// region the log is in (its epoch is needed until the checkpoint).
+    /// On the store's device, above the pages in use with room for as many
+    /// again (at least [`GROWTH_GAP`]), so the page store may keep growing
+    /// and a file stays about twice its data; else as high as it fits, or
+    /// below the region it is in. On a
+    /// log device, after its home. Raw NAND keeps its log at home.
     fn grown_region(&self, want: u64) -> Option<(u64, u64)> {
         let (l, lg) = (self.layout, self.disk.log_geo);
         if lg.program_once {
@@ -210,16 +242,26 @@ impl Core {
         }
         let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
         let len = round_up(want.saturating_mul(2).next_power_of_two(), 2 * align);
-        let (top, floor) = match self.log_id {
-            0 => (
-                l.data_start + l.data_len,
-                self.store.used(self.meta.next_page).max(l.data_start),
-            ),
-            _ => (lg.capacity, l.home_start + l.home_len),
+        let (end, floor, gap) = match self.log_id {
+            0 => {
+                let used = self.store.used(self.meta.next_page).max(l.data_start);
+                let data = used - l.data_start;
+                (l.data_start + l.data_len, used, data.max(GROWTH_GAP))
+            }
+            _ => (lg.capacity, l.home_start + l.home_len, 0),
         };
-        let top = if l.at_home() { top } else { l.wal_start };
-        let start = top.checked_sub(len).map(|s| s - s % align)?;
-        (start >= floor).then_some((start, len))
+        let here = (l.wal_start, l.wal_start + l.wal_len);
+        let clear = |s: u64| s >= floor && s + len <= end && (s + len <= here.0 || s >= here.1);
+        let low = round_up(floor + gap, align);
+        let above = (!l.at_home()).then_some(round_up(here.1, align));
+        let below = (!l.at_home()).then(|| here.0.checked_sub(len)).flatten();
+        let top = end.checked_sub(len);
+        [Some(low), above, top, below]
+            .map(|s| s.map(|s| s - s % align))
+            .into_iter()
+            .flatten()
+            .find(|&s| clear(s))
+            .map(|s| (s, len))
     }
 
     /// The log now lives at `[start, start+len)`: the page store may not

@@ -1,6 +1,7 @@
 //! Committing a batch: room in the log, the record, and its durability.
 
 use super::*;
+use crate::btree::NO_FREE_PAGES;
 
 impl Core {
     /// Applies a batch of `ops` operations with `f`, logs it and commits.
@@ -18,11 +19,10 @@ impl Core {
         }
         self.guard(|c| {
             if let Some(w) = &c.disk.journal {
-                // Each operation may dirty one more page without an image.
+                // Each operation may dirty one more page.
                 let fresh = (c.meta.next_page as usize).saturating_sub(c.pool.dirty_len());
-                let more = ops.min(fresh);
-                let (dirty, unimaged) = (c.pool.dirty_len() + more, c.pool.unimaged() + more);
-                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, dirty, unimaged);
+                let dirty = c.pool.dirty_len() + ops.min(fresh);
+                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, dirty);
                 if w.remaining() < want {
                     c.switch(want)?;
                 }
@@ -36,7 +36,15 @@ impl Core {
                 if let Err(e) = f(&mut c.tree()) {
                     c.pool.rollback();
                     c.meta = before;
-                    return Err(e);
+                    match e {
+                        // The page store grew up to a log that moved above
+                        // it: a full checkpoint brings the log home.
+                        Error::Full(NO_FREE_PAGES) if attempt < 2 && !c.layout.at_home() => {
+                            c.checkpoint()?;
+                            continue;
+                        }
+                        e => return Err(e),
+                    }
                 }
                 match c.log_batch() {
                     Err(Error::Full(_)) if attempt < 2 && c.disk.journal.is_some() => {
@@ -66,23 +74,14 @@ impl Core {
     }
 
     /// Log bytes a batch keeps free beyond its record, for `dirty` dirty
-    /// pages of which `unimaged` have no image in the log: images of those
-    /// a switch cannot carry (beyond [`Core::carry_limit`]), which
-    /// [`Core::bound_carry`] writes back first, and a record of the store's
-    /// own per dirty page where it journals its writes. An eviction that
-    /// finds no room for its images waits for the next switch instead.
-    pub(super) fn log_reserve(&self, wal: &Wal, dirty: usize, unimaged: usize) -> u64 {
-        let ps = self.store.page_size();
-        let mut r = 0;
-        if self.store.overwrites() {
-            let excess = unimaged.min(dirty.saturating_sub(self.carry_limit()));
-            let one = wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
-            r += excess as u64 * one;
+    /// pages: a record of the store's own per dirty page where it journals
+    /// its writes. (An eviction that finds no room for the images it must
+    /// log waits for the next switch, which carries them.)
+    pub(super) fn log_reserve(&self, wal: &Wal, dirty: usize) -> u64 {
+        match self.store.journals_writes() {
+            true => dirty as u64 * wal.record_len(64),
+            false => 0,
         }
-        if self.store.journals_writes() {
-            r += dirty as u64 * wal.record_len(64);
-        }
-        r
     }
 
     /// After an operation: evictions that waited for room in the log (the
@@ -105,9 +104,7 @@ impl Core {
     ///   never logs one before a write back);
     /// - a store that does logs them while the pool is full (the page will
     ///   likely be written back before the checkpoint, and an image logged
-    ///   then costs a log flush of its own), or when the log could not keep
-    ///   [`Core::log_reserve`] for every page the batch changed (an image
-    ///   in the record costs less than the reserve for it).
+    ///   then costs a log flush of its own).
     ///
     /// A record that does not fit is [`Error::Full`], and nothing is written.
     /// A durable commit is flushed here, or returns its record to wait for
@@ -116,16 +113,9 @@ impl Core {
         let Some(mut wal) = self.disk.journal.take() else {
             return Ok(None);
         };
-        let mut built = self.batch_record(self.store.overwrites() && self.pool.has_room());
-        let need = |b: &(redo::Writer, Vec<PageId>)| {
-            let newly = b.1.iter().filter(|id| !self.pool.is_imaged(**id)).count();
-            let unimaged = self.pool.unimaged() - newly;
-            wal.record_len(b.0.len()) + self.log_reserve(&wal, self.pool.dirty_len(), unimaged)
-        };
-        if need(&built) > wal.remaining() && self.store.overwrites() {
-            built = self.batch_record(false);
-        }
-        self.log_need = need(&built);
+        let built = self.batch_record(self.store.overwrites() && self.pool.has_room());
+        self.log_need =
+            wal.record_len(built.0.len()) + self.log_reserve(&wal, self.pool.dirty_len());
         let r = match self.log_need > wal.remaining() {
             true => Err(Error::Full("write-ahead log")),
             false => wal.append(&mut self.disk, redo::REDO_RECORD, &built.0.finish()),

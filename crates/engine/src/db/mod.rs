@@ -22,11 +22,11 @@ use crate::buffer::{BufferPool, BufferStats, Change};
 use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode, Shrink};
 use crate::group::LogSync;
-use crate::io::{Disk, Region, RegionStats};
+use crate::io::{Disk, ReadAt, Region, RegionStats};
 use crate::iter::{prefix_end, Range};
 use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
-use crate::page::{PageId, NO_PAGE};
+use crate::page::{Page, PageId, NO_PAGE};
 use crate::redo;
 use crate::store::{InPlace, Ipl, PageStore, StoreStats};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
@@ -101,6 +101,9 @@ struct Core {
     /// Where to cut the file once the checkpoint that brought the log home
     /// is durable.
     cut_at: Option<u64>,
+    /// Reads the store's device outside the lock (a file): a read that
+    /// misses the pool under the shared lock reads the page itself.
+    reader: Option<ReadAt>,
     /// Id of the log device (0: the log is on the store's device).
     log_id: u64,
     /// Opened read-only: no write reaches the device.
@@ -170,9 +173,11 @@ impl Inner {
         if c.poisoned || self.sync.failed() {
             return Err(Error::Poisoned);
         }
-        // Hand the policy the page uses readers recorded meanwhile.
+        // Hand the policy the page uses readers recorded meanwhile, and
+        // admit the pages they read.
         c.pool.drain_shared();
         c.disk.catch_up();
+        c.guard(Core::admit_staged)?;
         Ok(c)
     }
 }
@@ -278,9 +283,12 @@ impl Db {
         let cap = opts.max_size.unwrap_or(FILE_MAX);
         let (dev, created) = file::open(path, cap, mode)?;
         let len = dev.len()?;
-        let shrink = dev.shrinker()?;
+        let (shrink, reader) = (dev.shrinker()?, dev.reader()?);
         match Core::open(Box::new(dev), None, opts, mode, Some((len, shrink))) {
-            Ok(core) => Ok(Db::from_core(core)),
+            Ok(mut core) => {
+                core.reader = Some(reader);
+                Ok(Db::from_core(core))
+            }
             Err(e) => {
                 if created {
                     let _ = std::fs::remove_file(path);
@@ -368,7 +376,15 @@ impl Db {
             let c = self.shared()?;
             btree::check_key(key, c.store.page_size())?;
             let lend = |v: Option<&[u8]>| f.take().map(|f| f(v));
-            if let Some(Some(found)) = btree::get_resident(&c.pool, &c.meta, key, lend)? {
+            // A page not in the pool is read here, in parallel with other
+            // readers, and admitted at the next exclusive lock.
+            let mut fetch = |id: PageId| -> Result<Option<Page>> {
+                let Some(page) = c.reader.as_ref().and_then(|r| c.store.read_shared(r, id)) else {
+                    return Ok(None);
+                };
+                Ok(c.pool.stage(page.clone()).then_some(page))
+            };
+            if let Some(Some(found)) = btree::get_shared(&c.pool, &c.meta, key, &mut fetch, lend)? {
                 return Ok(found);
             }
         }
@@ -696,6 +712,18 @@ impl Db {
 }
 
 impl Core {
+    /// Admits the pages shared readers read since the last exclusive lock.
+    fn admit_staged(&mut self) -> Result<()> {
+        let n = self.pool.admit_staged(&mut *self.store, &mut self.disk)?;
+        if n > 0 {
+            let bytes = n * self.store.page_size() as u64;
+            self.store.note_shared_reads(n);
+            self.disk.data.reads += n;
+            self.disk.data.read_bytes += bytes;
+        }
+        Ok(())
+    }
+
     fn tree(&mut self) -> Tree<'_> {
         Tree {
             pool: &mut self.pool,

@@ -155,6 +155,7 @@ impl Core {
             io: opts.io,
             shrink: None,
             cut_at: None,
+            reader: None,
             log_id: ckpt.log_id,
             read_only,
             poisoned: false,

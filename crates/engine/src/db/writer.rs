@@ -5,7 +5,7 @@
 //! A switch carries every dirty page into the new log epoch, and an
 //! eviction of a dirty page writes it in the reader's or committer's time;
 //! both cost less the fewer pages are dirty. The writer keeps the dirty
-//! pages at most [`Core::dirty_target`]: the pages changed longest ago are
+//! pages at most [`Core::dirty_limit`]: the pages changed longest ago are
 //! written back first (those still changing stay dirty and absorb their
 //! changes). Paced by the log: the target is a fraction of what a switch
 //! may carry, so a switch rarely has to write back itself ([`Stats::stalls`]).
@@ -109,28 +109,42 @@ fn run(inner: &Inner) -> Result<()> {
 }
 
 impl Core {
-    /// Dirty pages the writer leaves: half of what a switch carries before
-    /// it cleans ([`Core::carry_limit`]), and at most a quarter of the pool.
-    pub(super) fn dirty_target(&self) -> usize {
-        (self.carry_limit() / 2)
-            .min(self.pool.capacity() / 4)
-            .max(1)
+    /// Dirty pages beyond which the writer cleans: what a switch carries
+    /// without moving the log ([`Core::carry_limit`]), or an eighth of the
+    /// pool once it is nearly full, so that evictions find clean pages.
+    pub(super) fn dirty_limit(&self) -> usize {
+        let (cap, limit) = (self.pool.capacity(), self.carry_limit());
+        match self.pool.resident() >= cap - cap / 8 {
+            true => limit.min(cap / 8),
+            false => limit,
+        }
+        .max(1)
     }
 
     /// Whether the writer has pages to clean. Never without the log (the
     /// lab's seed 001 setting): pages are then written when evicted or
     /// flushed, and nothing else would count them.
     pub(super) fn writer_due(&self) -> bool {
-        self.writer && self.disk.journal.is_some() && self.pool.dirty_len() > self.dirty_target()
+        self.writer && self.disk.journal.is_some() && self.pool.dirty_len() > self.dirty_limit()
+    }
+
+    /// Pages the next step cleans: down to three quarters of the limit (so
+    /// the writer does not wake for every page), a step's worth at most.
+    fn step_pages(&self) -> usize {
+        let keep = self.dirty_limit() / 4 * 3;
+        self.pool.dirty_len().saturating_sub(keep).min(STEP)
     }
 
     /// One step under the lock: picks the dirty pages changed longest ago
-    /// (a step's worth, or the excess over the target) and logs the images
-    /// their write back needs. Returns them and the records to make durable
-    /// before they are written.
+    /// (a step's worth, or the excess over the limit) and logs the images
+    /// their write back needs; where the log's half has no room for them, a
+    /// switch carries them instead. Returns the pages and the records to
+    /// make durable before they are written.
     pub(super) fn stage(&mut self) -> Result<(Vec<PageId>, u64)> {
-        let n = (self.pool.dirty_len() - self.dirty_target()).min(STEP);
-        let ids = self.pool.oldest_dirty(n);
+        let ids = self.pool.oldest_dirty(self.step_pages());
+        if !self.pool.room_to_image(&*self.store, &self.disk, &ids) {
+            self.switch(0)?;
+        }
         self.pool
             .log_images(&*self.store, &mut self.disk, &ids, false)?;
         Ok((ids, self.disk.logged))
@@ -145,10 +159,11 @@ impl Core {
     /// The writer's work on a device without a thread for it, after a
     /// commit: cleans the excess over the target, a step at a time.
     pub(super) fn write_behind(&mut self) -> Result<()> {
-        while self.writer_due() {
-            let n = (self.pool.dirty_len() - self.dirty_target()).min(STEP);
-            self.pool
-                .clean_oldest(&mut *self.store, &mut self.disk, n)?;
+        if self.writer_due() {
+            while self.step_pages() > 0 {
+                let (ids, _) = self.stage()?;
+                self.clean(&ids)?;
+            }
         }
         Ok(())
     }

@@ -26,7 +26,7 @@ use super::sealed::Sealed;
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
 use crate::error::{bad_page, corrupt, Location, Result, Structure};
-use crate::io::{Disk, Region};
+use crate::io::{Disk, ReadAt, Region};
 use crate::le::{u32_at, u64_at};
 use crate::options::StoreKind;
 use crate::page::{Page, PageId};
@@ -278,6 +278,20 @@ impl PageStore for InPlace {
             ));
         }
         Ok(page)
+    }
+
+    fn read_shared(&self, read: &ReadAt, id: PageId) -> Option<Page> {
+        if id >= self.max_pages() {
+            return None;
+        }
+        let mut buf = vec![0u8; self.page_size].into_boxed_slice();
+        read(self.offset(id), &mut buf).ok()?;
+        let page = Page::from_bytes(buf, id).ok()?;
+        self.as_written(id, page.bytes()).then_some(page)
+    }
+
+    fn note_shared_reads(&mut self, n: u64) {
+        self.stats.page_reads += n;
     }
 
     fn run_pages(&self, bytes: u64) -> u64 {

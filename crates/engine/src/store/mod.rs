@@ -9,7 +9,7 @@ pub(crate) use ipl::Ipl;
 
 use crate::buffer::Frame;
 use crate::error::Result;
-use crate::io::Disk;
+use crate::io::{Disk, ReadAt};
 use crate::options::StoreKind;
 use crate::page::{Page, PageId};
 
@@ -68,6 +68,15 @@ pub(crate) trait PageStore: Send + Sync {
     /// for one per dirty page.
     fn journals_writes(&self) -> bool;
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page>;
+    /// Page `id` read through `read` by a reader sharing the store, with
+    /// the checks [`PageStore::read`] makes; `None` where the store cannot
+    /// read that way or the page does not pass (the exclusive path then
+    /// reads it, and reports why). Counted by [`PageStore::note_shared_reads`].
+    fn read_shared(&self, _read: &ReadAt, _id: PageId) -> Option<Page> {
+        None
+    }
+    /// `n` pages were read by [`PageStore::read_shared`].
+    fn note_shared_reads(&mut self, _n: u64) {}
     /// Pages per run when runs are read in requests of about `bytes` (at least 1).
     fn run_pages(&self, bytes: u64) -> u64;
     /// Reads pages `first..first+n` (a run of [`PageStore::run_pages`], or
