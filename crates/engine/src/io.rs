@@ -287,6 +287,11 @@ impl Disk {
         Ok(())
     }
 
+    /// Whether record `lsn` (a count of appends) is durable.
+    pub fn is_durable(&self, lsn: u64) -> bool {
+        lsn <= self.synced
+    }
+
     /// Makes the log durable up to record `lsn` (a count of appends).
     pub fn barrier(&mut self, lsn: u64) -> Result<()> {
         assert!(

@@ -269,3 +269,58 @@ fn a_log_that_ends_with_the_mark_of_a_close_is_not_searched_past_it() {
         assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     }
 }
+
+/// Puts keys until one of them makes the log switch epochs (carrying the
+/// dirty pages forward); returns the store, the slots as they were before
+/// that put, and how many keys went in before it.
+fn until_a_switch(dev: &Dev) -> (Db, Vec<u8>, u32) {
+    let db = Db::open(
+        Box::new(dev.clone()),
+        opts().buffer_pages(64).build().unwrap(),
+    )
+    .unwrap();
+    for i in 0..20_000 {
+        let slots = save(dev, 0, 2 << 20);
+        let before = db.stats().switches;
+        db.put(&key(i), &[5; 100]).unwrap();
+        if db.stats().switches > before {
+            return (db, slots, i);
+        }
+    }
+    panic!("20,000 puts filled no half of a 1 MiB log");
+}
+
+/// A switch carries the dirty pages into the next epoch before it writes
+/// its slot. A crash between the two leaves carry records and nothing after
+/// them: the older checkpoint is current and loses nothing.
+#[test]
+fn a_switch_cut_short_before_its_slot_is_not_a_lost_checkpoint() {
+    let dev = device();
+    let (db, slots, n) = until_a_switch(&dev);
+    drop(db.into_device());
+    // The put after the carry never happened, nor did the slot.
+    let epoch = epoch_with(&dev, 1);
+    let last = *log_records(&dev, epoch).last().unwrap();
+    lose_record(&dev, last);
+    lose(&dev, 0, &slots);
+    let db = Db::open(Box::new(dev.clone()), opts().build().unwrap()).unwrap();
+    let got = db.scan(..).unwrap();
+    assert_eq!(got.len(), n as usize, "every put before the switch");
+    assert!(got.iter().all(|(_, v)| v == &[5; 100]));
+}
+
+/// The same switch with a put after it, and its slot lost: the records
+/// after the carry say the checkpoint was written.
+#[test]
+fn a_switch_whose_slot_was_lost_is_reported() {
+    let dev = device();
+    let (db, slots, _) = until_a_switch(&dev);
+    db.flush().unwrap();
+    drop(db.into_device());
+    lose(&dev, 0, &slots);
+    assert_corrupt(
+        Db::open(Box::new(dev.clone()), opts().build().unwrap()),
+        Structure::Checkpoint,
+        "log holds records written after it",
+    );
+}

@@ -45,6 +45,8 @@ impl Core {
             store_state: state,
         }
         .write(&mut self.disk)?;
+        // The slot is durable, and with it every record before it.
+        self.store.release(&mut self.disk)?;
         assert!(
             seq == self.ckpt_seq + 1,
             "checkpoint {seq} follows {}",
@@ -73,6 +75,8 @@ impl Core {
             self.switch(0)?;
         }
         self.pool.flush_all(&mut *self.store, &mut self.disk)?;
+        // Into the epoch this checkpoint retires: its slot holds the map.
+        self.store.log_switches(&mut self.disk)?;
         let Some(mut w) = self.disk.journal.take() else {
             return self.write_checkpoint(self.ckpt_seq + 1, self.wal_seq);
         };
@@ -108,6 +112,7 @@ impl Core {
             self.shed_carry(self.room_in(region).saturating_sub(need))?;
             region = self.region_for(self.carry_bytes() + need);
         }
+        self.store.log_switches(&mut self.disk)?;
         let mut w = self.disk.journal.take().expect("the log is open");
         let epoch = self.ckpt_seq + 1;
         let r = self.move_log(&mut w, epoch, region).and_then(|retired| {

@@ -60,6 +60,7 @@ impl Core {
                     }
                     Ok(wait) => {
                         c.commits += 1;
+                        c.store.release(&mut c.disk)?;
                         c.pool.unpin(&mut *c.store, &mut c.disk)?;
                         c.settle()?;
                         if c.writer_inline {
@@ -110,9 +111,12 @@ impl Core {
     /// A durable commit is flushed here, or returns its record to wait for
     /// where the log can be flushed outside the lock.
     pub(super) fn log_batch(&mut self) -> Result<Option<u64>> {
-        let Some(mut wal) = self.disk.journal.take() else {
+        if self.disk.journal.is_none() {
             return Ok(None);
-        };
+        }
+        // What the batch's evictions changed in the store goes first.
+        self.store.log_switches(&mut self.disk)?;
+        let mut wal = self.disk.journal.take().expect("the log is open");
         let built = self.batch_record(self.store.overwrites() && self.pool.has_room());
         self.log_need =
             wal.record_len(built.0.len()) + self.log_reserve(&wal, self.pool.dirty_len());

@@ -72,6 +72,9 @@ pub struct Stats {
     /// Switches that first wrote pages back because the background writer
     /// had let too many stay dirty (time a commit waited for write-back).
     pub stalls: u64,
+    /// Bytes of the write-ahead log's region now: its home, or more while
+    /// a batch larger than half of it needs the room.
+    pub log_bytes: u64,
     /// Device flushes (each makes the log durable).
     pub device_flushes: u64,
     /// The device's own counters (all regions).
@@ -177,6 +180,7 @@ impl Inner {
         // admit the pages they read.
         c.pool.drain_shared();
         c.disk.catch_up();
+        c.guard(|c| c.store.release(&mut c.disk))?;
         c.guard(Core::admit_staged)?;
         Ok(c)
     }
@@ -687,6 +691,7 @@ impl Db {
             checkpoints: c.checkpoints,
             switches: c.switches,
             stalls: c.stalls,
+            log_bytes: c.layout.wal_len,
             device_flushes: c.disk.flushes + self.inner.sync.syncs(),
             device: c.disk.dev.stats(),
             log_device: c.disk.log.as_ref().map(|l| l.stats()),

@@ -56,6 +56,12 @@ pub(crate) struct Ipl {
     free: BTreeSet<u64>,
     fresh: u64,
     next_gen: u64,
+    /// Merges whose map switch is not logged yet: the switch record, and
+    /// the unit it retires (kept, neither mapped nor free, until then).
+    unlogged: Vec<(Vec<u8>, u64)>,
+    /// Units retired by switches logged as record count `.0`, erased and
+    /// freed once that record is durable.
+    retiring: Vec<(u64, u64)>,
     stats: StoreStats,
 }
 
@@ -79,6 +85,8 @@ impl Ipl {
             free: BTreeSet::new(),
             fresh: 0,
             next_gen: 1,
+            unlogged: Vec::new(),
+            retiring: Vec::new(),
             stats: StoreStats::default(),
         };
         if s.phys_units < 2 {
@@ -164,8 +172,13 @@ impl Ipl {
                 && u.owners.len() == self.g.log_sectors as usize
         });
         let free_ok = self.free.iter().all(|&p| p < self.fresh);
+        let retired = self.unlogged.iter().map(|(_, p)| *p);
+        let retired_ok = retired
+            .chain(self.retiring.iter().map(|(_, p)| *p))
+            .all(|p| p < self.fresh && !self.free.contains(&p) && seen.insert(p));
         units_ok
             && free_ok
+            && retired_ok
             && seen.len() + self.free.len() == self.fresh as usize
             && self.fresh <= self.phys_units
     }
@@ -328,6 +341,12 @@ impl Ipl {
     }
 
     fn alloc(&mut self, disk: &mut Disk) -> Result<u64> {
+        if self.free.is_empty() && self.fresh >= self.phys_units {
+            // Units wait for their switches to be durable: make them so.
+            self.log_switches(disk)?;
+            disk.flush()?;
+            self.release(disk)?;
+        }
         let phys = match self.free.first() {
             Some(&p) => p,
             None if self.fresh < self.phys_units => self.fresh,
@@ -396,12 +415,14 @@ impl Ipl {
         for v in [l as u64, phys, gen, written] {
             rec.extend_from_slice(&v.to_le_bytes());
         }
-        // The old unit may be erased only once the switch survives a crash.
-        disk.journal(SWITCH_RECORD, &rec)?;
-        disk.erase(Region::Data, self.unit_off(old.phys), self.unit_size)?;
-        self.free.insert(old.phys);
+        // The old unit may be erased only once the switch survives a crash:
+        // it is logged with the next commit (or before the next checkpoint)
+        // and erased once durable, so a batch's merges share its flushes.
+        match disk.journal.is_some() {
+            true => self.unlogged.push((rec, old.phys)),
+            false => self.erase_unit(disk, old.phys)?,
+        }
         self.stats.merges += 1;
-        self.stats.erases += 1;
         for (_, f) in frames.iter_mut() {
             f.clean();
         }
@@ -416,6 +437,14 @@ impl Ipl {
 }
 
 impl Ipl {
+    /// Erases a unit no map entry names any more and frees it.
+    fn erase_unit(&mut self, disk: &mut Disk, phys: u64) -> Result<()> {
+        disk.erase(Region::Data, self.unit_off(phys), self.unit_size)?;
+        self.free.insert(phys);
+        self.stats.erases += 1;
+        Ok(())
+    }
+
     /// Whether writing `frames` (all of logical unit `l`) needs a merge:
     /// one of them does on its own, or, where the unit's pages share their
     /// log sectors, more of them log than there are free sectors left.
@@ -639,6 +668,34 @@ impl PageStore for Ipl {
             }
             f.clean();
         }
+        Ok(())
+    }
+
+    fn log_switches(&mut self, disk: &mut Disk) -> Result<()> {
+        if self.unlogged.is_empty() {
+            return Ok(());
+        }
+        // The new units' pages are durable before the records naming them.
+        disk.flush()?;
+        for (rec, old) in std::mem::take(&mut self.unlogged) {
+            disk.append(SWITCH_RECORD, &rec)?;
+            self.retiring.push((disk.logged, old));
+        }
+        Ok(())
+    }
+
+    fn release(&mut self, disk: &mut Disk) -> Result<()> {
+        let ready: Vec<u64> = self
+            .retiring
+            .iter()
+            .filter(|(lsn, _)| disk.is_durable(*lsn))
+            .map(|(_, p)| *p)
+            .collect();
+        self.retiring.retain(|(lsn, _)| !disk.is_durable(*lsn));
+        for p in ready {
+            self.erase_unit(disk, p)?;
+        }
+        debug_assert!(self.consistent(), "the unit map after releasing units");
         Ok(())
     }
 

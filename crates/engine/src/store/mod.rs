@@ -105,6 +105,19 @@ pub(crate) trait PageStore: Send + Sync {
     fn verify(&mut self, _disk: &mut Disk) -> Result<()> {
         Ok(())
     }
+    /// Logs what the store's writes since the last call must make durable
+    /// (the in-page-logging store's map switches), after making the pages
+    /// they name durable: called before a batch's record is appended and
+    /// before a checkpoint, so a batch's writes share its flushes. By
+    /// default there is nothing to log.
+    fn log_switches(&mut self, _disk: &mut Disk) -> Result<()> {
+        Ok(())
+    }
+    /// Frees what records [`PageStore::log_switches`] appended allow to,
+    /// now that the log is durable up to some point. By default nothing.
+    fn release(&mut self, _disk: &mut Disk) -> Result<()> {
+        Ok(())
+    }
     /// Limits the store to the first `bytes` of its region, where the log
     /// lies above them, or lifts the limit (`bytes`: the whole region).
     /// [`crate::Error::Full`] if pages in use (`next_page` allocated) lie
