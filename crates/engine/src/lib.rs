@@ -79,7 +79,8 @@
 //! with a single child) and a leaf whose siblings are too full stays
 //! underfull. Writes are serialised by one lock
 //! (one writer at a time); point reads and short scans of pages in the buffer pool run
-//! in parallel under a shared lock.
+//! in parallel under a shared lock, and so do point reads that miss it on a
+//! store in a file (they read the page themselves).
 //!
 //! With [`OptionsBuilder::sync`] on a file, a commit lets the lock go
 //! before its flush and waits for a flush that covers its record (group
@@ -87,11 +88,21 @@
 //! next writer run meanwhile. So a reader may see a batch whose writer has
 //! not yet been told it is durable; a crash before the flush loses that
 //! batch, which was never acknowledged. A writer's own later commits are
-//! durable only after it (the log is flushed in order). A batch's record (page images on first
-//! change, operations after) must fit half the write-ahead log
-//! ([`OptionsBuilder::wal_size`]). An in-page-logging store holds
+//! durable only after it (the log is flushed in order). A batch of any
+//! size commits: one whose record does not fit half the log's home
+//! ([`OptionsBuilder::wal_size`]) moves the log to a larger region until it
+//! fits home again (but on raw NAND). An in-page-logging store holds
 //! at most what its erase-unit map in a 1 MiB checkpoint slot describes
 //! (about 2.2 GiB with the seed layout).
+//!
+//! # Checkpoints and write back
+//!
+//! When the log's half runs short, a *switch* carries the dirty pages into
+//! a new epoch as images and writes no page back; a background writer
+//! ([`OptionsBuilder::writer`]) writes back the pages changed longest ago
+//! once more are dirty than a switch carries without moving the log, so no
+//! commit waits for a full write back. Close and [`Db::checkpoint`] write
+//! every dirty page back.
 //!
 //! # Files
 //!
