@@ -20,7 +20,7 @@ use crate::progress::LabProgress;
 /// serves each drive over NBD at the model's speed and runs an unmodified
 /// PostgreSQL and pgbench on it, so it needs root, the postgres user,
 /// /dev/fuse, PostgreSQL, libnbd's nbdcopy and nbdfuse, and fuse2fs (it
-/// says what is missing and skips), and takes about 13 minutes (--quick
+/// says what is missing and skips), and takes about 11 minutes (--quick
 /// about 1.5); its figures are wall-clock measurements.
 ///
 /// Every experiment is a grid of independent points (--points lists them).
