@@ -11,22 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::error::{print_json, CliError};
 use crate::progress::LabProgress;
 
-/// Run the lab on the built-in emulated devices: reproduce the seed
-/// documents' experiments, print the comparison, and write results/ (one
-/// folder per experiment with JSON, CSV and SVG plots, plus summary.md).
-///
-/// `flashkv lab` with no experiment runs the six built on the models alone.
-/// `pgbench` runs only when named (`flashkv lab pgbench [--quick]`): it
-/// serves each drive over NBD at the model's speed and runs an unmodified
-/// PostgreSQL and pgbench on it, so it needs root, the postgres user,
-/// /dev/fuse, PostgreSQL, libnbd's nbdcopy and nbdfuse, and fuse2fs (it
-/// says what is missing and skips), and takes about 11 minutes (--quick
-/// about 1.5); its figures are wall-clock measurements.
-///
-/// Every experiment is a grid of independent points (--points lists them).
-/// --shard I/N runs every N-th point, starting with the I-th, and writes
-/// shard-I-of-N.json to --out; `flashkv lab merge DIR...` then writes the
-/// results/ a single run would, from the N shard files.
+/// Where, what and how (the command's help is on `Command::Lab`).
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct LabArgs {

@@ -36,6 +36,19 @@ enum Command {
     /// Run the lab: reproduce the seed documents' experiments on the built-in
     /// emulated devices, print a summary and write results/ (JSON, CSV,
     /// Markdown, SVG plots).
+    ///
+    /// With no experiment named it runs the six built on the models alone.
+    /// `pgbench` runs only when named (`flashkv lab pgbench [--quick]`): it
+    /// serves each drive over NBD at the model's speed and runs an
+    /// unmodified PostgreSQL and pgbench on it, so it needs root, the
+    /// postgres user, /dev/fuse, PostgreSQL, libnbd's nbdcopy and nbdfuse,
+    /// and fuse2fs (it says what is missing and skips), and takes about 11
+    /// minutes (--quick about 1.5); its figures are wall-clock measurements.
+    ///
+    /// Every experiment is a grid of independent points (--points lists
+    /// them). --shard I/N runs every N-th point, starting with the I-th, and
+    /// writes shard-I-of-N.json to --out; `flashkv lab merge DIR...` then
+    /// writes the results/ a single run would, from the N shard files.
     Lab(lab::LabArgs),
     /// List the device presets and their parameters.
     Devices(devices::DevicesArgs),

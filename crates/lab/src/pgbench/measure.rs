@@ -271,7 +271,7 @@ fn hybrid(start: &Value, end: &Value) -> Row {
 }
 
 impl Row {
-    fn empty() -> Row {
+    pub(super) fn empty() -> Row {
         Row {
             drive: String::new(),
             tps: 0.0,

@@ -190,3 +190,54 @@ fn plot(dir: &std::path::Path, rows: &[Row], details: &[Detail]) -> Result<(), L
     .write_svg(&dir.join("tps.svg"))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(drive: &str, tps: f64) -> Row {
+        Row {
+            drive: drive.into(),
+            tps,
+            ..Row::empty()
+        }
+    }
+
+    #[test]
+    fn ratios_sit_beside_the_seeds_and_a_skip_says_why() {
+        let dir = std::env::temp_dir().join(format!("flashkv-pgreport-{}", std::process::id()));
+        let opts = LabOptions {
+            quick: true,
+            out: dir.clone(),
+            seed: 1,
+            on_progress: Box::new(|_| {}),
+        };
+        let rows = [row("hdd-7200", 20.0), row("hybrid", 50.0)];
+        let details = [
+            Detail {
+                skipped: None,
+                per_second: vec![19, 21],
+            },
+            Detail {
+                skipped: None,
+                per_second: vec![48, 52],
+            },
+        ];
+        let s = write(&opts, Size::quick(), &rows, &details).unwrap();
+        let hybrid = s.text.lines().find(|l| l.starts_with("hybrid")).unwrap();
+        let cells: Vec<&str> = hybrid.split_whitespace().collect();
+        // TPS, / HDD, seed TPS, seed / HDD.
+        assert_eq!(&cells[1..5], ["50.00", "2.50", "54.44", "3.00"]);
+        for f in ["rows.json", "rows.csv", "tps.svg"] {
+            assert!(dir.join("pgbench").join(f).exists(), "{f}");
+        }
+        let skip = Detail {
+            skipped: Some("missing fuse2fs".into()),
+            per_second: Vec::new(),
+        };
+        let s = write(&opts, Size::quick(), &[], &[skip]).unwrap();
+        assert_eq!(s.json["skipped"], "missing fuse2fs");
+        assert!(s.markdown.contains("_Skipped: missing fuse2fs._"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
