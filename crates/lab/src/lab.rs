@@ -59,6 +59,9 @@ pub enum Experiment {
     Hybrid,
     /// Simulator speed and memory on 64 GiB to 4 TiB devices.
     SimScale,
+    /// Unmodified PostgreSQL (pgbench) on drives served over NBD: run only
+    /// when named, it needs root, FUSE and PostgreSQL.
+    Pgbench,
 }
 
 impl Experiment {
@@ -71,6 +74,17 @@ impl Experiment {
         Experiment::SimScale,
     ];
 
+    /// Every experiment: the default run, then those run only when named.
+    pub const KNOWN: [Experiment; 7] = [
+        Experiment::Seed004,
+        Experiment::Ipl,
+        Experiment::Buffer,
+        Experiment::Advisor,
+        Experiment::Hybrid,
+        Experiment::SimScale,
+        Experiment::Pgbench,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Seed004 => "seed004",
@@ -79,12 +93,13 @@ impl Experiment {
             Experiment::Buffer => "buffer",
             Experiment::Hybrid => "hybrid",
             Experiment::SimScale => "sim-scale",
+            Experiment::Pgbench => "pgbench",
         }
     }
 
     /// The experiment named `name` (as [`Experiment::name`] gives it).
     pub fn parse(name: &str) -> Option<Experiment> {
-        Experiment::ALL.into_iter().find(|e| e.name() == name)
+        Experiment::KNOWN.into_iter().find(|e| e.name() == name)
     }
 
     /// Its grid: every point a run makes, in the order rows are reported.
@@ -96,6 +111,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::points(),
             Experiment::Hybrid => crate::hybrid::points(),
             Experiment::SimScale => crate::sim_scale::points(),
+            Experiment::Pgbench => crate::pgbench::points(),
         }
     }
 
@@ -109,6 +125,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::run_point(params, opts),
             Experiment::Hybrid => crate::hybrid::run_point(params, opts),
             Experiment::SimScale => crate::sim_scale::run_point(params, opts),
+            Experiment::Pgbench => crate::pgbench::run_point(params, opts),
         }
     }
 
@@ -122,6 +139,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::report(opts, outputs),
             Experiment::Hybrid => crate::hybrid::report(opts, outputs),
             Experiment::SimScale => crate::sim_scale::report(opts, outputs),
+            Experiment::Pgbench => crate::pgbench::report(opts, outputs),
         }
     }
 
@@ -158,6 +176,12 @@ pub enum LabError {
     /// Shard files that cannot be merged, or a bad `--shard`.
     #[error("{0}")]
     Shard(String),
+    /// A program the experiment runs failed.
+    #[error("{0}")]
+    Run(String),
+    /// Ctrl-C or SIGTERM during a run that stops what it started.
+    #[error("interrupted: everything the run started was stopped and removed")]
+    Interrupted,
 }
 
 /// Runs `experiments`, each into its folder with its part of the summary,

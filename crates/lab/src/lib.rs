@@ -11,6 +11,7 @@ pub mod hybrid;
 pub mod ipl;
 pub mod lab;
 pub mod oltp;
+pub mod pgbench;
 pub mod plot;
 pub mod points;
 pub mod profile;
