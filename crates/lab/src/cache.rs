@@ -11,12 +11,12 @@
 //! matters is the operating system's page cache: cold bypasses it with
 //! O_DIRECT, hot warms it first.
 
-use flashkv_device::{presets, BlockDevice, SimDevice};
+use flashkv_device::{presets, DeviceSpec, SimDevice};
 use serde::{Deserialize, Serialize};
 
 use crate::lab::{LabError, LabOptions};
 use crate::points;
-use crate::profile::{self, Pattern, ProfileRow, ProfileSpec};
+use crate::profile::{self, Pattern, ProfileError, ProfileRow, ProfileSpec};
 use crate::report::{size_label, Plot, Series};
 use crate::seed000::FILE_SIZES;
 
@@ -110,41 +110,69 @@ pub fn run_sim(device: &str, size: u64, opts: &LabOptions) -> Result<Vec<CacheRo
     if !SIM_DEVICES.contains(&device) {
         return Err(points::unknown("seed000", "device", device, &SIM_DEVICES));
     }
-    let spec = presets::get(device)?;
-    let mut rows = Vec::new();
-    for cache in Cache::BOTH {
-        opts.progress(&format!(
-            "seed000 cache {device} {} {}",
-            size_label(size),
-            cache.name()
-        ));
-        let mut dev = SimDevice::new(&spec)?;
-        if size > dev.geometry().capacity {
-            return Err(LabError::Params(format!(
-                "seed000: a {} file on {device}",
-                size_label(size)
-            )));
-        }
-        if cache == Cache::Hot {
-            let warm = read_spec(Pattern::SeqRead, 1 << 20, size / (1 << 20), size, opts.seed);
-            profile::run_prepared(&mut dev, device, &warm)?;
-        }
-        let ops = if opts.quick { 200 } else { 1000 };
-        let s = read_spec(Pattern::RandRead, 4096, ops, size, opts.seed);
-        let r = profile::run_prepared(&mut dev, device, &s)?;
-        rows.push(CacheRow::of(&r, cache, size));
-    }
-    Ok(rows)
+    opts.progress(&format!("seed000 cache {device} {}", size_label(size)));
+    let run = SimRun {
+        pattern: Pattern::RandRead,
+        block_size: 4096,
+        ops: if opts.quick { 200 } else { 1000 },
+        file_size: size,
+        iodepth: 1,
+        seed: opts.seed,
+    };
+    Ok(run.rows(&presets::get(device)?, &Cache::BOTH)?)
 }
 
-fn read_spec(pattern: Pattern, block_size: u64, ops: u64, span: u64, seed: u64) -> ProfileSpec {
-    ProfileSpec {
-        pattern,
-        block_size,
-        ops: ops.max(1),
-        span,
-        iodepth: 1,
-        seed,
+/// A cold and hot run on a simulated drive.
+#[derive(Debug, Clone)]
+pub struct SimRun {
+    pub pattern: Pattern,
+    pub block_size: u64,
+    pub ops: u64,
+    /// Bytes at the start of the drive the requests fall in.
+    pub file_size: u64,
+    /// Requests outstanding in the measured run (the warm pass has one).
+    pub iodepth: usize,
+    pub seed: u64,
+}
+
+impl SimRun {
+    /// One row per cache state, each on a fresh drive; hot after one
+    /// sequential pass over the file in 1 MiB reads (the last piece
+    /// smaller than that unread).
+    pub fn rows(&self, spec: &DeviceSpec, caches: &[Cache]) -> Result<Vec<CacheRow>, ProfileError> {
+        if self.pattern.writes() {
+            return Err(ProfileError::Device(flashkv_device::DeviceError::BadInput(
+                "the cache runs read: use sr or rr".into(),
+            )));
+        }
+        let measured = ProfileSpec {
+            iodepth: self.iodepth,
+            ..self.spec(self.pattern, self.block_size, self.ops)
+        };
+        let mut rows = Vec::new();
+        for &cache in caches {
+            let mut dev = SimDevice::new(spec)?;
+            profile::validate(&dev, &measured)?;
+            let warm_block = (1u64 << 20).min(self.file_size);
+            if cache == Cache::Hot && self.file_size >= warm_block {
+                let warm = self.spec(Pattern::SeqRead, warm_block, self.file_size / warm_block);
+                profile::run_prepared(&mut dev, &spec.name, &warm)?;
+            }
+            let r = profile::run_prepared(&mut dev, &spec.name, &measured)?;
+            rows.push(CacheRow::of(&r, cache, self.file_size));
+        }
+        Ok(rows)
+    }
+
+    fn spec(&self, pattern: Pattern, block_size: u64, ops: u64) -> ProfileSpec {
+        ProfileSpec {
+            pattern,
+            block_size,
+            ops: ops.max(1),
+            span: self.file_size,
+            iodepth: 1,
+            seed: self.seed,
+        }
     }
 }
 
