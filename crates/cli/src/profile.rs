@@ -31,7 +31,7 @@ use crate::error::{print_json, CliError};
 /// O_DIRECT and hot reads the file once through it first, and each row
 /// counts the bytes the kernel read from the device (/proc/self/io); on a
 /// simulated drive the cache is the drive's own (an HDD's read segments).
-#[derive(Args)]
+#[derive(Args, Clone)]
 #[command(group = clap::ArgGroup::new("target").required(true).args(["device", "spec", "path"]))]
 pub struct ProfileArgs {
     /// A device preset (see `flashkv devices`).
@@ -78,7 +78,8 @@ pub struct ProfileArgs {
     /// Read with the cache cold, hot or both (cold,hot): cold bypasses the
     /// page cache (O_DIRECT; where the file system refuses it, the file's
     /// cached pages are dropped first, with a warning), hot reads the file
-    /// once through it first. Read patterns only; no --warmup.
+    /// once through it first. Read patterns only (the default patterns
+    /// become sr,rr); no --warmup.
     #[arg(long, value_delimiter = ',', value_parser = parse_cache)]
     pub(crate) cache: Vec<flashkv_lab::cache::Cache>,
     /// File sizes to read within, from the start of the file or drive, e.g.

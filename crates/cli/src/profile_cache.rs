@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
 use flashkv_lab::cache::{self, CacheRow, SimRun};
+use flashkv_lab::profile::Pattern;
 use flashkv_lab::real::cache::CacheSpec;
 use flashkv_lab::real::{self, Budget, HEADER};
 use flashkv_lab::report::{f, size_label, Table};
@@ -21,6 +22,23 @@ use crate::progress::{Progress, Unit};
 const DEFAULT_SECONDS: f64 = 5.0;
 
 pub fn run(a: &ProfileArgs) -> Result<ExitCode, CliError> {
+    // The default patterns (all four) become the read patterns.
+    let all = [
+        Pattern::SeqRead,
+        Pattern::RandRead,
+        Pattern::SeqWrite,
+        Pattern::RandWrite,
+    ];
+    let reads;
+    let a = if a.patterns == all {
+        reads = ProfileArgs {
+            patterns: vec![Pattern::SeqRead, Pattern::RandRead],
+            ..a.clone()
+        };
+        &reads
+    } else {
+        a
+    };
     check(a)?;
     let (rows, title, warnings) = match &a.path {
         Some(path) => on_file(a, path)?,

@@ -19,7 +19,7 @@
 
 mod compare;
 mod exp1;
-mod exp2;
+pub mod exp2;
 mod report;
 
 use flashkv_device::{presets, DeviceSpec, ModelSpec};
