@@ -129,7 +129,7 @@ impl DeviceClass {
 /// last blocks still in the write cache (16 writes, of any size), which
 /// large blocks make a large share of a small file. crates/lab/tests/seed000.rs
 /// checks this table against Experiment 2.
-pub const FILE_SIZE_RULES: [(DeviceClass, Pattern, &[(u64, u64)]); 1] = [(
+pub const FILE_SIZE_RULES: [(DeviceClass, Pattern, Bands); 1] = [(
     DeviceClass::Hdd,
     Pattern::SeqWrite,
     &[
@@ -138,6 +138,9 @@ pub const FILE_SIZE_RULES: [(DeviceClass, Pattern, &[(u64, u64)]); 1] = [(
         (u64::MAX, 4 << 10),
     ],
 )];
+
+/// (largest file size, block size) bands, smallest file size first.
+pub type Bands = &'static [(u64, u64)];
 
 /// Experiment 2's file sizes (32 MB to 2 GB).
 pub const FILE_SIZE_RANGE: (u64, u64) = (32 << 20, 2 << 30);

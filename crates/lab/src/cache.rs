@@ -87,11 +87,16 @@ impl CacheRow {
 /// The simulated drives: seed 002's IDE disk and Intel SSD classes
 /// (`hdd-7200`, `ssd-x25m`), and seed 000's disk and flash drive.
 pub const SIM_DEVICES: [&str; 4] = ["hdd-7200", "ssd-x25m", "hdd-ide-41m", "kingston-dt-4g"];
-const QUICK_SIZES: [u64; 3] = [32 << 20, 128 << 20, 512 << 20];
+/// Below seed 002's 32 MB: files a drive's cache can hold (an HDD's 8
+/// read segments of a 1 MiB read each hold 8 MiB).
+const SMALL_SIZES: [u64; 3] = [4 << 20, 8 << 20, 16 << 20];
+const QUICK_SIZES: [u64; 3] = [8 << 20, 32 << 20, 512 << 20];
 
-/// Every (drive, file size) where the drive holds the file.
+/// Every (drive, file size) where the drive holds the file: seed 002's
+/// sizes and, below them, a few the drives' caches can hold.
 pub fn sim_grid(quick: bool) -> Vec<(String, u64)> {
-    let sizes: &[u64] = if quick { &QUICK_SIZES } else { &FILE_SIZES };
+    let full: Vec<u64> = SMALL_SIZES.iter().chain(&FILE_SIZES).copied().collect();
+    let sizes: &[u64] = if quick { &QUICK_SIZES } else { &full };
     SIM_DEVICES
         .iter()
         .flat_map(|d| {
