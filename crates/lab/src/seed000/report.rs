@@ -292,8 +292,16 @@ fn exp2_verdict(best: &[FileSizeBest]) -> String {
             .iter()
             .map(|(size, kb, n)| format!("{} {} KB ({n})", size_label(*size), f(*kb, 0)))
             .collect();
+        let steady = DRIVES[..4]
+            .iter()
+            .all(|d| exp2::distinct(best, d.preset, p).len() <= 1);
+        let note = if steady {
+            " Every drive keeps one block at every file size: the average moves only as drives too small for the file drop out (their count in brackets)."
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "- Figure 3.14's average over the seed's drives holding the file ({p}): {}.\n",
+            "- Figure 3.14's average over the seed's drives holding the file ({p}): {}.{note}\n",
             avg.join(", ")
         ));
     }
