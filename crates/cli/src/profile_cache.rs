@@ -40,6 +40,10 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode, CliError> {
         a
     };
     check(a)?;
+    let mut plot = Created::default();
+    if let Some(svg) = &a.plot {
+        check_plot(a, svg, &mut plot)?;
+    }
     let (rows, title, warnings) = match &a.path {
         Some(path) => on_file(a, path)?,
         None => simulated(a)?,
@@ -51,6 +55,7 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode, CliError> {
         cache::plot(&rows, &title, svg)
             .map_err(|e| CliError::Usage(format!("--plot {}: {e}", svg.display())))?;
     }
+    plot.keep();
     if a.json {
         print_json(&rows)?;
     } else {
@@ -85,6 +90,27 @@ fn check(a: &ProfileArgs) -> Result<(), CliError> {
                 size_label(*b),
                 size_label(s)
             )));
+        }
+    }
+    Ok(())
+}
+
+/// The plot goes to a new file, or over an existing one with --force.
+fn check_plot(a: &ProfileArgs, svg: &Path, created: &mut Created) -> Result<(), CliError> {
+    if a.path.as_deref().is_some_and(|p| files::same_file(p, svg)) {
+        return Err(CliError::Usage(format!(
+            "--plot {}: the file being profiled",
+            svg.display()
+        )));
+    }
+    match files::inspect("--plot", svg)? {
+        Found::Missing => created.add(svg),
+        Found::File(_) if a.force => {}
+        _ => {
+            return Err(CliError::Usage(format!(
+                "--plot {}: exists; pass --force to overwrite it",
+                svg.display()
+            )))
         }
     }
     Ok(())
@@ -170,9 +196,9 @@ fn specs(a: &ProfileArgs, sizes: &[u64], budget: Budget) -> Vec<CacheSpec> {
 
 /// The same on a simulated drive: its own cache, cold and hot.
 fn simulated(a: &ProfileArgs) -> Result<Rows, CliError> {
-    if a.duration.is_some() || a.force {
+    if a.duration.is_some() || (a.force && a.plot.is_none()) {
         return Err(CliError::Usage(
-            "--duration and --force apply to --path only".into(),
+            "--duration and --force apply to --path (and --force to --plot) only".into(),
         ));
     }
     let spec = match (&a.device, &a.spec) {

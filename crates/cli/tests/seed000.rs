@@ -94,6 +94,31 @@ fn cache_runs_refuse_what_they_cannot_do() {
         &with(&["--cache", "cold", "--file-sizes", "1000"]),
         "multiple of 4 KiB",
     );
+    // The plot never replaces a file without --force.
+    let dir = tempfile::tempdir().unwrap();
+    let mine = dir.path().join("notes.svg");
+    std::fs::write(&mine, "keep me").unwrap();
+    let p = mine.to_str().unwrap();
+    let args = [
+        "--cache",
+        "cold",
+        "--file-sizes",
+        "8m",
+        "--patterns",
+        "rr",
+        "--block-sizes",
+        "4k",
+        "--ops",
+        "10",
+    ];
+    usage(
+        &[&with(&args)[..], &["--plot", p]].concat(),
+        "pass --force to overwrite it",
+    );
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "keep me");
+    let o = flashkv(&[&with(&args)[..], &["--plot", p, "--force"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&mine).unwrap().starts_with("<svg"));
 }
 
 #[test]
