@@ -69,6 +69,8 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 /// The experiments by name.
 #[derive(Clone, Copy, ValueEnum)]
 enum Name {
+    /// Seed 000: its five drives (IDE disk through 41 MB, USB stick, microSD, Memory Stick, SSD) beside its Tables 3.2 and 3.3 and best block sizes; Experiment 2 (best block by file size); seed 002's cold and hot caches.
+    Seed000,
     /// Seed 004: random read / write / 50-50 IOPS by block size for hdd-15k, flash-ssd-2005, dram-ssd.
     Seed004,
     /// Seed 001: in-page logging vs in-place on raw NAND (hypotheses 1.1–3, buffer sweep), shared layout, more log sectors, nvme.
@@ -88,6 +90,7 @@ enum Name {
 impl Name {
     fn experiment(self) -> Experiment {
         match self {
+            Name::Seed000 => Experiment::Seed000,
             Name::Seed004 => Experiment::Seed004,
             Name::Advisor => Experiment::Advisor,
             Name::Ipl => Experiment::Ipl,

@@ -10,6 +10,7 @@ mod hybrid;
 mod kv;
 mod lab;
 mod profile;
+mod profile_cache;
 mod profile_path;
 mod progress;
 mod replay;

@@ -47,6 +47,9 @@ pub struct Section {
 /// The experiments `flashkv lab` knows, in the order it runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Experiment {
+    /// Seed 000's drives: Experiment 1 beside Tables 3.2 and 3.3,
+    /// Experiment 2 (file size), seed 002's cold and hot caches.
+    Seed000,
     /// Seed 004's random-I/O tables on the device presets.
     Seed004,
     /// Seed 001's in-page logging evaluation, and beyond it.
@@ -65,7 +68,8 @@ pub enum Experiment {
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
+        Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
@@ -87,6 +91,7 @@ impl Experiment {
 
     pub fn name(self) -> &'static str {
         match self {
+            Experiment::Seed000 => "seed000",
             Experiment::Seed004 => "seed004",
             Experiment::Advisor => "advisor",
             Experiment::Ipl => "ipl",
@@ -105,6 +110,7 @@ impl Experiment {
     /// Its grid: every point a run makes, in the order rows are reported.
     pub fn points(self, quick: bool) -> Vec<Point> {
         match self {
+            Experiment::Seed000 => crate::seed000::points(quick),
             Experiment::Seed004 => crate::seed004::points(),
             Experiment::Advisor => crate::advisor_lab::points(),
             Experiment::Ipl => crate::ipl::points(quick),
@@ -119,6 +125,7 @@ impl Experiment {
     /// `opts.quick` (sim-scale's wall-clock and memory figures aside).
     pub fn run_point(self, params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
         match self {
+            Experiment::Seed000 => crate::seed000::run_point(params, opts),
             Experiment::Seed004 => crate::seed004::run_point(params, opts),
             Experiment::Advisor => crate::advisor_lab::run_point(params, opts),
             Experiment::Ipl => crate::ipl::run_point(params, opts),
@@ -133,6 +140,7 @@ impl Experiment {
     /// in grid order, and returns its section.
     pub fn report(self, opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
         match self {
+            Experiment::Seed000 => crate::seed000::report(opts, outputs),
             Experiment::Seed004 => crate::seed004::report(opts, outputs),
             Experiment::Advisor => crate::advisor_lab::report(opts, outputs),
             Experiment::Ipl => crate::ipl::report(opts, outputs),

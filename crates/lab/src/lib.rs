@@ -7,6 +7,7 @@
 pub mod advisor;
 mod advisor_lab;
 pub mod buffer;
+pub mod cache;
 pub mod hybrid;
 pub mod ipl;
 pub mod lab;
@@ -17,6 +18,7 @@ pub mod points;
 pub mod profile;
 pub mod real;
 pub mod report;
+pub mod seed000;
 pub mod seed002;
 pub mod seed004;
 pub mod shard;
