@@ -16,6 +16,21 @@ pub fn written_bytes() -> io::Result<u64> {
         .ok_or_else(|| io::Error::other("no write_bytes in /proc/self/io"))
 }
 
+/// This process's resident memory: (now, peak), from `VmRSS` and `VmHWM`
+/// in `/proc/self/status`.
+pub fn rss_bytes() -> io::Result<(u64, u64)> {
+    let text = std::fs::read_to_string("/proc/self/status")?;
+    let field = |name: &str| -> io::Result<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .ok_or_else(|| io::Error::other(format!("no {name} in /proc/self/status")))
+    };
+    Ok((field("VmRSS:")?, field("VmHWM:")?))
+}
+
 /// Disk use of everything under `dir`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DirSize {
@@ -59,8 +74,10 @@ mod tests {
     }
 
     #[test]
-    fn written_bytes_is_readable_and_free_space_positive() {
+    fn written_bytes_and_rss_are_readable_and_free_space_positive() {
         let _ = written_bytes().unwrap();
+        let (now, peak) = rss_bytes().unwrap();
+        assert!(now > 0 && peak >= now, "{now} {peak}");
         assert!(flashkv_device::free_space(Path::new("/")).unwrap() > 0);
     }
 }

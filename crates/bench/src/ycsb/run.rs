@@ -1,0 +1,199 @@
+//! A YCSB run on one engine: the load phase (in durable batches), then
+//! each workload at each thread count on the loaded store; every update,
+//! insert and read-modify-write is its own durable commit.
+
+use std::time::Instant;
+
+use rand::{rngs::SmallRng, RngCore, SeedableRng};
+
+use super::gen::key_name;
+use super::mix::{by_letter, Kind, Place, Stream, Workload};
+use crate::engine::{Client, Engine, Pair, Result};
+use crate::latency::Latency;
+use crate::outcome::{merge_by_kind, run_clients, timed, Outcome};
+use crate::session::{read_phase, write_phase, Session};
+
+/// Records per load batch: one durable commit each (YCSB inserts one at a
+/// time; batches keep the load of every engine within the time budget).
+pub const LOAD_BATCH: u64 = 1000;
+
+/// What one YCSB run does.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Config {
+    pub records: u64,
+    /// Operations per workload and thread count, split over the threads.
+    pub ops: u64,
+    pub value_size: usize,
+    pub threads: Vec<usize>,
+    /// Workload letters, in the order they run.
+    pub workloads: Vec<char>,
+    pub seed: u64,
+}
+
+type Timed = Result<(usize, f64, Vec<(&'static str, Latency)>)>;
+
+/// The load, then every workload at every thread count, each reported as
+/// it ends (`phase` is "load" or the workload's letter).
+pub fn run(session: &mut Session, cfg: &Config, mut report: impl FnMut(&str, usize, Outcome)) {
+    let user = (0..cfg.records).map(|k| pair_bytes(k, cfg)).sum();
+    let load = write_phase(session, user, |e| load(e, cfg));
+    let loaded = matches!(load, Outcome::Done(_));
+    report("load", 1, load);
+    // The next insert's key number: each inserting run reserves its keys.
+    let mut insert_base = cfg.records;
+    for &threads in &cfg.threads {
+        for &letter in &cfg.workloads {
+            let w = by_letter(letter).expect("workload letters are checked when parsed");
+            let name = letter.to_ascii_uppercase().to_string();
+            if !loaded {
+                report(&name, threads, Outcome::Skipped("the load failed".into()));
+                continue;
+            }
+            let places = places(cfg, threads, insert_base);
+            insert_base += places[0].stride * threads as u64;
+            let outcome = if w.writes() {
+                let user = written_by(w, &places, cfg);
+                write_phase(session, user, |e| workload(e, w, &places, cfg))
+            } else {
+                read_phase(session, |e| workload(e, w, &places, cfg))
+            };
+            report(&name, threads, outcome);
+        }
+    }
+}
+
+/// Key and value bytes of record `keynum`.
+fn pair_bytes(keynum: u64, cfg: &Config) -> u64 {
+    let mut k = Vec::new();
+    key_name(keynum, &mut k);
+    (k.len() + cfg.value_size) as u64
+}
+
+/// Each thread's place: `ops` split as evenly as they go, every thread
+/// reserving the largest share of insert keys.
+fn places(cfg: &Config, threads: usize, insert_base: u64) -> Vec<Place> {
+    let stride = cfg.ops.div_ceil(threads as u64);
+    (0..threads)
+        .map(|t| {
+            let share = cfg.ops / threads as u64 + u64::from((t as u64) < cfg.ops % threads as u64);
+            Place {
+                seed: cfg.seed,
+                thread: t,
+                threads,
+                records: cfg.records,
+                insert_base,
+                ops: share,
+                stride,
+            }
+        })
+        .collect()
+}
+
+/// The key and value bytes a workload's streams will write.
+fn written_by(w: &'static Workload, places: &[Place], cfg: &Config) -> u64 {
+    places
+        .iter()
+        .flat_map(|p| Stream::new(w, *p))
+        .filter(|op| matches!(op.kind, Kind::Update | Kind::Insert | Kind::Rmw))
+        .map(|op| pair_bytes(op.keynum, cfg))
+        .sum()
+}
+
+/// Values of record bytes drawn from `rng`.
+fn fill(rng: &mut SmallRng, value: &mut [u8]) {
+    rng.fill_bytes(value);
+}
+
+/// Records `0..records` in batches of `LOAD_BATCH`, each a durable commit.
+fn load(e: &mut dyn Engine, cfg: &Config) -> Timed {
+    let mut rng = SmallRng::seed_from_u64(cfg.seed);
+    let mut lat = Latency::default();
+    let start = Instant::now();
+    let mut first = 0;
+    while first < cfg.records {
+        let end = (first + LOAD_BATCH).min(cfg.records);
+        let keys: Vec<Vec<u8>> = (first..end)
+            .map(|k| {
+                let mut key = Vec::new();
+                key_name(k, &mut key);
+                key
+            })
+            .collect();
+        let mut values = vec![0u8; keys.len() * cfg.value_size];
+        fill(&mut rng, &mut values);
+        let batch: Vec<Pair<'_>> = keys
+            .iter()
+            .zip(values.chunks(cfg.value_size))
+            .map(|(k, v)| (&k[..], v))
+            .collect();
+        timed(&mut lat, || e.write_batch(&batch))?;
+        first = end;
+    }
+    Ok((cfg.records as usize, start.elapsed().as_secs_f64(), vec![("batch", lat)]))
+}
+
+/// One workload on one thread per place.
+fn workload(e: &dyn Engine, w: &'static Workload, places: &[Place], cfg: &Config) -> Timed {
+    let (per_thread, seconds) = run_clients(e, places.len(), |t, c| {
+        client(c, Stream::new(w, places[t]), places[t], cfg)
+    })?;
+    let ops = per_thread.iter().map(|(n, _)| n).sum();
+    let lats: Vec<_> = per_thread.into_iter().map(|(_, l)| l).collect();
+    Ok((ops, seconds, merge_by_kind(&lats)))
+}
+
+/// One client thread's operations, each timed by its type; every read must
+/// find its record whole and every scan its first key.
+fn client(
+    c: &mut dyn Client,
+    stream: Stream,
+    p: Place,
+    cfg: &Config,
+) -> Result<(usize, Vec<(&'static str, Latency)>)> {
+    let mut lat: [Latency; 5] = Default::default();
+    let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (p.insert_base << 8) ^ p.thread as u64);
+    let (mut key, mut value) = (Vec::with_capacity(32), vec![0u8; cfg.value_size]);
+    let mut ops = 0;
+    let whole = |got: Option<usize>, key: &[u8]| match got {
+        Some(n) if n == cfg.value_size => Ok(()),
+        other => Err(format!(
+            "{}: expected {} bytes, got {other:?}",
+            String::from_utf8_lossy(key),
+            cfg.value_size
+        )),
+    };
+    for op in stream {
+        key_name(op.keynum, &mut key);
+        let l = &mut lat[op.kind.index()];
+        match op.kind {
+            Kind::Read => whole(timed(l, || c.get(&key))?, &key)?,
+            Kind::Update | Kind::Insert => {
+                fill(&mut rng, &mut value);
+                timed(l, || c.put(&key, &value))?;
+            }
+            Kind::Scan => {
+                let n = timed(l, || c.range(&key, op.scan_len))?;
+                if !(1..=op.scan_len).contains(&n) {
+                    return Err(format!("scan of {} returned {n} pairs", op.scan_len).into());
+                }
+            }
+            Kind::Rmw => {
+                fill(&mut rng, &mut value);
+                let got = timed(l, || {
+                    let got = c.get(&key)?;
+                    c.put(&key, &value)?;
+                    Ok(got)
+                })?;
+                whole(got, &key)?;
+            }
+        }
+        ops += 1;
+    }
+    let used = Kind::ALL
+        .iter()
+        .zip(lat)
+        .filter(|(_, l)| l.count() > 0)
+        .map(|(k, l)| (k.name(), l))
+        .collect();
+    Ok((ops, used))
+}
