@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(long)]
     pub ycsb: bool,
     /// A small scale that runs in well under a minute (CI): 2,000 keys, or
-    /// for YCSB 2,000 records, 1,000 operations and a 1 MiB cache budget;
+    /// for YCSB 1,000 records, 500 operations and a 1 MiB cache budget;
     /// flashkv's two stores unless --engines says otherwise.
     #[arg(long)]
     pub quick: bool,
@@ -54,7 +54,7 @@ pub struct Args {
     /// out [default: 4 × the cache budget ÷ --value-size].
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
     pub large_records: Option<u64>,
-    /// YCSB: operations per workload and thread count [default: 20000].
+    /// YCSB: operations per workload and thread count [default: 10000].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub ops: Option<u64>,
     /// YCSB: bytes per record value (YCSB's 10 fields of 100 bytes, as one value).

@@ -185,15 +185,15 @@ impl Plan {
             Suite::Ycsb { config: c, .. } => {
                 let data = c.records * c.value_size as u64;
                 let memory = match (&scale.setup.cache_bytes, scale.limit, &scale.unbounded) {
-                    (None, ..) => "every engine with its default cache, memory unbounded".to_string(),
+                    (None, ..) => "Every engine with its default cache, memory unbounded".to_string(),
                     (Some(b), Some(l), _) => format!(
-                        "every engine given a {} MiB cache budget (its own setting); each engine's \
+                        "Every engine given a {} MiB cache budget (its own setting); each engine's \
                          process limited to {} MiB (cgroup: heap and page cache)",
                         b >> 20,
                         l >> 20
                     ),
                     (Some(b), None, why) => format!(
-                        "every engine given a {} MiB cache budget (its own setting); memory \
+                        "Every engine given a {} MiB cache budget (its own setting); memory \
                          unbounded ({})",
                         b >> 20,
                         why.as_deref().unwrap_or("no limit asked for")
@@ -365,13 +365,13 @@ fn ycsb_scales(a: &Args) -> Result<Vec<Scale>, String> {
     let cache = a.cache_mib.unwrap_or(if a.quick { 1 } else { 64 }) * MIB;
     let config = |records: u64| Config {
         records,
-        ops: a.ops.unwrap_or(if a.quick { 1000 } else { 20_000 }),
+        ops: a.ops.unwrap_or(if a.quick { 500 } else { 10_000 }),
         value_size: a.value_size as usize,
         threads: a.threads.iter().map(|&t| t as usize).collect(),
         workloads: workloads.clone(),
         seed: a.seed,
     };
-    let records = a.records.unwrap_or(if a.quick { 2000 } else { 100_000 });
+    let records = a.records.unwrap_or(if a.quick { 1000 } else { 100_000 });
     let mut scales = vec![Scale {
         name: Some("memory"),
         suite: Suite::Ycsb {
