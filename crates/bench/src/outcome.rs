@@ -85,8 +85,10 @@ pub fn timed<T>(lat: &mut Latency, f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 /// Runs `work(thread, client)` on `threads` threads, each with its own
-/// client made here, all started together; returns their results and the
-/// seconds from the start to the last one's end.
+/// client made here, all released together; returns their results and the
+/// seconds from the first thread's start to the last one's end (each
+/// thread reads the clock itself: the caller may not be scheduled while
+/// they run).
 pub fn run_clients<T: Send>(
     engine: &dyn Engine,
     threads: usize,
@@ -95,8 +97,8 @@ pub fn run_clients<T: Send>(
     let clients = (0..threads)
         .map(|_| engine.client())
         .collect::<Result<Vec<_>>>()?;
-    let start = Barrier::new(threads + 1);
-    std::thread::scope(|s| {
+    let start = Barrier::new(threads);
+    let joined: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = clients
             .into_iter()
             .enumerate()
@@ -104,31 +106,30 @@ pub fn run_clients<T: Send>(
                 let (start, work) = (&start, &work);
                 s.spawn(move || {
                     start.wait();
-                    work(i, c.as_mut())
+                    let t0 = Instant::now();
+                    let r = work(i, c.as_mut());
+                    (t0, Instant::now(), r)
                 })
             })
             .collect();
-        start.wait();
-        let t0 = Instant::now();
-        let mut out = Vec::with_capacity(threads);
-        let mut first_err = None;
-        for h in handles {
-            match h.join() {
-                Ok(Ok(r)) => out.push(r),
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(p) => {
-                    first_err = first_err.or(Some(
-                        format!("a client thread panicked: {}", panic_message(&p)).into(),
-                    ))
-                }
-            }
-        }
-        let seconds = t0.elapsed().as_secs_f64();
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok((out, seconds)),
-        }
-    })
+        handles.into_iter().map(|h| h.join()).collect()
+    });
+    let mut out = Vec::with_capacity(threads);
+    let (mut first, mut last) = (None::<Instant>, None::<Instant>);
+    for j in joined {
+        let (t0, t1, r) = match j {
+            Ok(x) => x,
+            Err(p) => return Err(format!("a client thread panicked: {}", panic_message(&p)).into()),
+        };
+        out.push(r?);
+        first = Some(first.map_or(t0, |f| f.min(t0)));
+        last = Some(last.map_or(t1, |l| l.max(t1)));
+    }
+    let seconds = match (first, last) {
+        (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
+        _ => 0.0,
+    };
+    Ok((out, seconds))
 }
 
 /// Merges per-thread latencies kept by operation type.
