@@ -81,6 +81,7 @@ pub fn spawn(spec: &Spec, cg: Option<&Cgroup>, limit: Option<u64>) -> Vec<Row> {
         Ok(c) => c,
         Err(e) => return failed(format!("cannot start the engine's process: {e}")),
     };
+    crate::stop::child(Some(child.id()));
     let mut rows = Vec::new();
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines() {
@@ -93,6 +94,7 @@ pub fn spawn(spec: &Spec, cg: Option<&Cgroup>, limit: Option<u64>) -> Vec<Row> {
         }
     }
     let status = child.wait();
+    crate::stop::child(None);
     let peak = cg.and_then(Cgroup::peak);
     let done = match &status {
         Ok(s) if s.success() => None,
@@ -201,7 +203,12 @@ fn progress(r: &Row) {
                 _ => String::new(),
             };
             let p99 = r.p99_us.map(|p| format!(", p99 {p:.0} µs")).unwrap_or_default();
-            format!("{ops:.0} ops/s{wa}{p99} ({:.2} s)", r.seconds.unwrap_or_default())
+            let close = r.close_seconds.map(|c| format!(", close+reopen {c:.2} s")).unwrap_or_default();
+            let stopped = r.stopped.as_deref().map(|s| format!("; {s}")).unwrap_or_default();
+            format!(
+                "{ops:.0} ops/s{wa}{p99} ({:.2} s{close}){stopped}",
+                r.seconds.unwrap_or_default()
+            )
         }
         _ => match (r.allocated_bytes, r.peak_rss_bytes) {
             (Some(a), _) => format!("{a} bytes allocated, {} apparent", r.apparent_bytes.unwrap_or_default()),

@@ -13,6 +13,7 @@ mod phases;
 mod plan;
 mod report;
 mod session;
+mod stop;
 mod svg;
 mod table;
 mod workload;
@@ -57,6 +58,14 @@ pub struct Args {
     /// YCSB: operations per workload and thread count [default: 10000].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub ops: Option<u64>,
+    /// YCSB: a workload that has not done its operations after this many
+    /// seconds stops there (YCSB's maxexecutiontime); the report says so.
+    #[arg(long, default_value_t = 8.0, value_parser = seconds)]
+    pub max_seconds: f64,
+    /// YCSB: the load stops after this many seconds; the workloads then
+    /// run on the records loaded, and the report says so.
+    #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+    pub load_seconds: f64,
     /// YCSB: bytes per record value (YCSB's 10 fields of 100 bytes, as one value).
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub value_size: u64,
@@ -124,9 +133,19 @@ fn main() -> ExitCode {
         Ok(p) => p,
         Err(msg) => return fail(2, &msg),
     };
+    stop::install();
     match plan.run(&args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(msg) if msg == plan::INTERRUPTED => fail(130, &msg),
         Err(msg) => fail(1, &msg),
+    }
+}
+
+/// A time limit in seconds: positive and finite.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
     }
 }
 

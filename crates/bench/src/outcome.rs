@@ -14,7 +14,41 @@ pub struct Closed {
     pub seconds: f64,
 }
 
-/// A phase that ran to the end.
+/// What a phase's operations did: the caller of [`measure`] returns it.
+pub struct Ran {
+    pub ops: usize,
+    pub seconds: f64,
+    /// Latencies by operation type.
+    pub latency: Vec<(&'static str, Latency)>,
+    /// Key and value bytes the operations wrote (key bytes for deletes);
+    /// `None` for a phase that only reads.
+    pub user_bytes: Option<u64>,
+    /// Why the phase stopped before all its operations (a time limit).
+    pub stopped: Option<String>,
+}
+
+impl Ran {
+    /// Operations of one type that all read.
+    pub fn reads(ops: usize, seconds: f64, latency: Vec<(&'static str, Latency)>) -> Ran {
+        Ran {
+            ops,
+            seconds,
+            latency,
+            user_bytes: None,
+            stopped: None,
+        }
+    }
+
+    /// Operations that wrote `user_bytes`.
+    pub fn writes(self, user_bytes: u64) -> Ran {
+        Ran {
+            user_bytes: Some(user_bytes),
+            ..self
+        }
+    }
+}
+
+/// A phase that ran (to the end, or to its time limit).
 #[derive(Clone)]
 pub struct Measured {
     pub ops: usize,
@@ -26,6 +60,7 @@ pub struct Measured {
     pub closed: Option<Closed>,
     /// Latencies by operation type.
     pub latency: Vec<(&'static str, Latency)>,
+    pub stopped: Option<String>,
 }
 
 #[derive(Clone)]
@@ -35,29 +70,26 @@ pub enum Outcome {
     Skipped(String),
 }
 
-/// Runs `f`, which returns its operation count and latencies; counts the
-/// device bytes written meanwhile when `user_bytes` says it writes. An
-/// error or a panic fails the phase.
-pub fn measure(
-    user_bytes: Option<u64>,
-    f: impl FnOnce() -> Result<(usize, f64, Vec<(&'static str, Latency)>)>,
-) -> Outcome {
+/// Runs `f` and counts the device bytes written meanwhile (for the phase's
+/// WA when it wrote). An error or a panic fails the phase.
+pub fn measure(f: impl FnOnce() -> Result<Ran>) -> Outcome {
     let before = written_bytes();
-    let (ops, seconds, latency) = match caught(f) {
+    let ran = match caught(f) {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };
-    let written = match (user_bytes, before, written_bytes()) {
+    let written = match (ran.user_bytes, before, written_bytes()) {
         (Some(user), Ok(b), Ok(a)) => Some((a.saturating_sub(b), user)),
         (Some(_), Err(e), _) | (Some(_), _, Err(e)) => return Outcome::Failed(e.to_string()),
         (None, ..) => None,
     };
     Outcome::Done(Measured {
-        ops,
-        seconds,
+        ops: ran.ops,
+        seconds: ran.seconds,
         written,
         closed: None,
-        latency,
+        latency: ran.latency,
+        stopped: ran.stopped,
     })
 }
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::engine::{Client, Engine, Pair, Result};
 use crate::latency::Latency;
-use crate::outcome::{merge_by_kind, run_clients, timed, Outcome};
+use crate::outcome::{merge_by_kind, run_clients, timed, Outcome, Ran};
 use crate::session::{read_phase, write_phase, Session};
 use crate::workload::{
     Key, Value, Workload, BATCH_LEN, KEY_LEN, RANGE_LEN, READ_THREADS, THREAD_PUTS, VALUE_LEN,
@@ -50,31 +50,33 @@ type Timed = Result<(usize, f64, Vec<(&'static str, Latency)>)>;
 
 fn run_one(s: &mut Session, phase: &str, w: &Workload) -> Outcome {
     let pairs = |n: usize| n as u64 * PAIR;
+    let wrote = |bytes: u64, t: Timed| t.map(|(o, secs, l)| Ran::reads(o, secs, l).writes(bytes));
+    let read = |t: Timed| t.map(|(o, secs, l)| Ran::reads(o, secs, l));
     match phase {
-        "bulk-load" => write_phase(s, pairs(w.loaded.len()), |e| {
+        "bulk-load" => write_phase(s, |e| {
             let batch = refs(&w.loaded);
-            one_op("batch", || e.write_batch(&batch)).map(|(_, t, l)| (batch.len(), t, l))
+            let t = one_op("batch", || e.write_batch(&batch)).map(|(_, t, l)| (batch.len(), t, l));
+            wrote(pairs(w.loaded.len()), t)
         }),
-        "put-durable" => write_phase(s, pairs(w.puts.len()), |e| {
-            clients(e, 1, |_, c| puts(c, &w.puts))
+        "put-durable" => write_phase(s, |e| {
+            wrote(pairs(w.puts.len()), clients(e, 1, |_, c| puts(c, &w.puts)))
         }),
-        "batch-durable" => write_phase(s, pairs(w.batched.len()), |e| batches(e, w)),
-        "put-durable-4-threads" => write_phase(s, pairs(w.threaded.len()), |e| {
-            clients(e, WRITE_THREADS, |t, c| {
+        "batch-durable" => write_phase(s, |e| wrote(pairs(w.batched.len()), batches(e, w))),
+        "put-durable-4-threads" => write_phase(s, |e| {
+            let t = clients(e, WRITE_THREADS, |t, c| {
                 puts(c, &w.threaded[t * THREAD_PUTS..(t + 1) * THREAD_PUTS])
-            })
+            });
+            wrote(pairs(w.threaded.len()), t)
         }),
-        "read" => read_phase(s, |e| clients(e, 1, |_, c| gets(c, &w.reads, w))),
-        "range" => read_phase(s, |e| clients(e, 1, |_, c| ranges(c, w))),
-        "delete-half" => {
-            let gone = w.deleted();
-            write_phase(s, (gone.len() * KEY_LEN) as u64, |e| {
-                let keys: Vec<&[u8]> = gone.iter().map(|(k, _)| &k[..]).collect();
-                one_op("batch", || e.delete_batch(&keys)).map(|(_, t, l)| (keys.len(), t, l))
-            })
-        }
+        "read" => read_phase(s, |e| read(clients(e, 1, |_, c| gets(c, &w.reads, w)))),
+        "range" => read_phase(s, |e| read(clients(e, 1, |_, c| ranges(c, w)))),
+        "delete-half" => write_phase(s, |e| {
+            let keys: Vec<&[u8]> = w.deleted().iter().map(|(k, _)| &k[..]).collect();
+            let t = one_op("batch", || e.delete_batch(&keys)).map(|(_, t, l)| (keys.len(), t, l));
+            wrote((keys.len() * KEY_LEN) as u64, t)
+        }),
         "read-2-threads" => read_phase(s, |e| {
-            clients(e, READ_THREADS, |t, c| gets(c, &w.parallel_reads[t], w))
+            read(clients(e, READ_THREADS, |t, c| gets(c, &w.parallel_reads[t], w)))
         }),
         other => unreachable!("unknown phase {other}"),
     }

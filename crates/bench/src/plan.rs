@@ -13,6 +13,8 @@ use crate::ycsb::run::{Config, LOAD_BATCH};
 use crate::{svg, table, Args};
 
 const MIB: u64 = 1 << 20;
+/// The error of a run stopped by a signal.
+pub const INTERRUPTED: &str = "interrupted: the engines' files are removed, nothing is reported";
 /// What a process needs besides the engine's cache: its heap, memtables
 /// and the page cache of the files it writes.
 const HEADROOM_MIB: u64 = 64;
@@ -86,10 +88,18 @@ impl Plan {
             }
             for scale in &self.scales {
                 for &engine in &order {
+                    if crate::stop::asked() {
+                        drop(work);
+                        return Err(INTERRUPTED.into());
+                    }
                     runs += 1;
                     rows.extend(self.run_one(scale, engine, round, runs, work.path()));
                 }
             }
+        }
+        if crate::stop::asked() {
+            drop(work);
+            return Err(INTERRUPTED.into());
         }
         let mut rows = report::medians(&rows);
         for n in &self.left_out {
@@ -370,6 +380,8 @@ fn ycsb_scales(a: &Args) -> Result<Vec<Scale>, String> {
         threads: a.threads.iter().map(|&t| t as usize).collect(),
         workloads: workloads.clone(),
         seed: a.seed,
+        max_seconds: a.max_seconds,
+        load_seconds: a.load_seconds,
     };
     let records = a.records.unwrap_or(if a.quick { 1000 } else { 100_000 });
     let mut scales = vec![Scale {

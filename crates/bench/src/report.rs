@@ -56,6 +56,9 @@ pub struct Row {
     pub cgroup_peak_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u64>,
+    /// Why the phase stopped before all its operations (its time limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +103,7 @@ impl Ctx {
         };
         r.ops = Some(m.ops as u64);
         r.seconds = Some(m.seconds);
+        r.stopped = m.stopped;
         r.ops_per_s = Some(m.ops as f64 / m.seconds.max(1e-9));
         if let Some((device, user)) = m.written {
             let user = user.max(1) as f64;
@@ -234,6 +238,7 @@ mod tests {
                 seconds: 0.5,
             }),
             latency: vec![("read", read), ("update", update)],
+            stopped: None,
         };
         let ctx = Ctx {
             engine: "a".into(),

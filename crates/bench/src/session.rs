@@ -7,9 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::engine::{Engine, Opener, Setup};
-use crate::latency::Latency;
 use crate::measure::written_bytes;
-use crate::outcome::{caught, measure, Closed, Outcome};
+use crate::outcome::{caught, measure, Closed, Outcome, Ran};
 
 pub struct Session {
     open: Opener,
@@ -68,18 +67,16 @@ impl Session {
 }
 
 /// Runs the write phase `f` on the session's engine, then closes and
-/// reopens it, counting the close with the phase; `user_bytes` is what
-/// the phase asked to write.
+/// reopens it, counting the close with the phase.
 pub fn write_phase(
     session: &mut Session,
-    user_bytes: u64,
-    f: impl FnOnce(&mut dyn Engine) -> crate::engine::Result<(usize, f64, Vec<(&'static str, Latency)>)>,
+    f: impl FnOnce(&mut dyn Engine) -> crate::engine::Result<Ran>,
 ) -> Outcome {
     let engine = match session.engine() {
         Ok(e) => e,
         Err(e) => return Outcome::Skipped(e),
     };
-    let mut outcome = measure(Some(user_bytes), || f(engine));
+    let mut outcome = measure(|| f(engine));
     if let Outcome::Done(m) = &mut outcome {
         match session.cycle() {
             Ok(c) => m.closed = Some(c),
@@ -92,12 +89,12 @@ pub fn write_phase(
 /// Runs the read phase `f` on the session's engine.
 pub fn read_phase(
     session: &mut Session,
-    f: impl FnOnce(&dyn Engine) -> crate::engine::Result<(usize, f64, Vec<(&'static str, Latency)>)>,
+    f: impl FnOnce(&dyn Engine) -> crate::engine::Result<Ran>,
 ) -> Outcome {
     match session.engine() {
         Ok(e) => {
             let e: &dyn Engine = e;
-            measure(None, || f(e))
+            measure(|| f(e))
         }
         Err(e) => Outcome::Skipped(e),
     }

@@ -47,7 +47,13 @@ impl<'a> Grid<'a> {
                         self.notes.push(format!("{} {}: {what}: {why}", r.engine, r.phase));
                         format!("{what} [{}]", self.notes.len())
                     }
-                    None => cell(r),
+                    None => match &r.stopped {
+                        Some(why) => {
+                            self.notes.push(format!("{} {}: {why}", r.engine, r.phase));
+                            format!("{} [{}]", cell(r), self.notes.len())
+                        }
+                        None => cell(r),
+                    },
                 },
                 None => "–".into(),
             };

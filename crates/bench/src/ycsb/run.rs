@@ -2,7 +2,7 @@
 //! each workload at each thread count on the loaded store; every update,
 //! insert and read-modify-write is its own durable commit.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
 
@@ -10,7 +10,7 @@ use super::gen::key_name;
 use super::mix::{by_letter, Kind, Place, Stream, Workload};
 use crate::engine::{Client, Engine, Pair, Result};
 use crate::latency::Latency;
-use crate::outcome::{merge_by_kind, run_clients, timed, Outcome};
+use crate::outcome::{merge_by_kind, run_clients, timed, Outcome, Ran};
 use crate::session::{read_phase, write_phase, Session};
 
 /// Records per load batch: one durable commit each (YCSB inserts one at a
@@ -28,32 +28,37 @@ pub struct Config {
     /// Workload letters, in the order they run.
     pub workloads: Vec<char>,
     pub seed: u64,
+    /// A workload stops here if its operations are not done (as YCSB's
+    /// `maxexecutiontime`): the rows say so.
+    pub max_seconds: f64,
+    /// The load stops here; the workloads then run on what it loaded.
+    pub load_seconds: f64,
 }
-
-type Timed = Result<(usize, f64, Vec<(&'static str, Latency)>)>;
 
 /// The load, then every workload at every thread count, each reported as
 /// it ends (`phase` is "load" or the workload's letter).
 pub fn run(session: &mut Session, cfg: &Config, mut report: impl FnMut(&str, usize, Outcome)) {
-    let user = (0..cfg.records).map(|k| pair_bytes(k, cfg)).sum();
-    let load = write_phase(session, user, |e| load(e, cfg));
-    let loaded = matches!(load, Outcome::Done(_));
+    let load = write_phase(session, |e| load(e, cfg));
+    let records = match &load {
+        Outcome::Done(m) => m.ops as u64,
+        _ => 0,
+    };
     report("load", 1, load);
-    // The next insert's key number: each inserting run reserves its keys.
+    // The next insert's key number: each inserting run reserves its keys
+    // past every record the load was to write.
     let mut insert_base = cfg.records;
     for &threads in &cfg.threads {
         for &letter in &cfg.workloads {
             let w = by_letter(letter).expect("workload letters are checked when parsed");
             let name = letter.to_ascii_uppercase().to_string();
-            if !loaded {
-                report(&name, threads, Outcome::Skipped("the load failed".into()));
+            if records == 0 {
+                report(&name, threads, Outcome::Skipped("nothing was loaded".into()));
                 continue;
             }
-            let places = places(cfg, threads, insert_base);
+            let places = places(cfg, records, threads, insert_base);
             insert_base += places[0].stride * threads as u64;
             let outcome = if w.writes() {
-                let user = written_by(w, &places, cfg);
-                write_phase(session, user, |e| workload(e, w, &places, cfg))
+                write_phase(session, |e| workload(e, w, &places, cfg))
             } else {
                 read_phase(session, |e| workload(e, w, &places, cfg))
             };
@@ -62,16 +67,9 @@ pub fn run(session: &mut Session, cfg: &Config, mut report: impl FnMut(&str, usi
     }
 }
 
-/// Key and value bytes of record `keynum`.
-fn pair_bytes(keynum: u64, cfg: &Config) -> u64 {
-    let mut k = Vec::new();
-    key_name(keynum, &mut k);
-    (k.len() + cfg.value_size) as u64
-}
-
 /// Each thread's place: `ops` split as evenly as they go, every thread
 /// reserving the largest share of insert keys.
-fn places(cfg: &Config, threads: usize, insert_base: u64) -> Vec<Place> {
+fn places(cfg: &Config, records: u64, threads: usize, insert_base: u64) -> Vec<Place> {
     let stride = cfg.ops.div_ceil(threads as u64);
     (0..threads)
         .map(|t| {
@@ -80,7 +78,7 @@ fn places(cfg: &Config, threads: usize, insert_base: u64) -> Vec<Place> {
                 seed: cfg.seed,
                 thread: t,
                 threads,
-                records: cfg.records,
+                records,
                 insert_base,
                 ops: share,
                 stride,
@@ -89,28 +87,25 @@ fn places(cfg: &Config, threads: usize, insert_base: u64) -> Vec<Place> {
         .collect()
 }
 
-/// The key and value bytes a workload's streams will write.
-fn written_by(w: &'static Workload, places: &[Place], cfg: &Config) -> u64 {
-    places
-        .iter()
-        .flat_map(|p| Stream::new(w, *p))
-        .filter(|op| matches!(op.kind, Kind::Update | Kind::Insert | Kind::Rmw))
-        .map(|op| pair_bytes(op.keynum, cfg))
-        .sum()
-}
-
 /// Values of record bytes drawn from `rng`.
 fn fill(rng: &mut SmallRng, value: &mut [u8]) {
     rng.fill_bytes(value);
 }
 
-/// Records `0..records` in batches of `LOAD_BATCH`, each a durable commit.
-fn load(e: &mut dyn Engine, cfg: &Config) -> Timed {
+/// Why a phase stopped at its time limit.
+fn stopped_note(done: u64, of: u64, limit: f64) -> Option<String> {
+    (done < of).then(|| format!("stopped at its {limit} s limit after {done} of {of} operations"))
+}
+
+/// Records `0..records` in batches of `LOAD_BATCH`, each a durable commit,
+/// until the load's time limit.
+fn load(e: &mut dyn Engine, cfg: &Config) -> Result<Ran> {
     let mut rng = SmallRng::seed_from_u64(cfg.seed);
     let mut lat = Latency::default();
     let start = Instant::now();
-    let mut first = 0;
-    while first < cfg.records {
+    let deadline = start + Duration::from_secs_f64(cfg.load_seconds);
+    let (mut first, mut user) = (0, 0);
+    while first < cfg.records && Instant::now() < deadline {
         let end = (first + LOAD_BATCH).min(cfg.records);
         let keys: Vec<Vec<u8>> = (first..end)
             .map(|k| {
@@ -127,33 +122,44 @@ fn load(e: &mut dyn Engine, cfg: &Config) -> Timed {
             .map(|(k, v)| (&k[..], v))
             .collect();
         timed(&mut lat, || e.write_batch(&batch))?;
+        user += batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
         first = end;
     }
-    Ok((cfg.records as usize, start.elapsed().as_secs_f64(), vec![("batch", lat)]))
+    let mut ran = Ran::reads(first as usize, start.elapsed().as_secs_f64(), vec![("batch", lat)]);
+    ran.stopped = stopped_note(first, cfg.records, cfg.load_seconds)
+        .map(|s| s.replace("operations", "records"));
+    Ok(ran.writes(user))
 }
 
-/// One workload on one thread per place.
-fn workload(e: &dyn Engine, w: &'static Workload, places: &[Place], cfg: &Config) -> Timed {
+/// One workload on one thread per place, until its time limit.
+fn workload(e: &dyn Engine, w: &'static Workload, places: &[Place], cfg: &Config) -> Result<Ran> {
+    let deadline = Instant::now() + Duration::from_secs_f64(cfg.max_seconds);
     let (per_thread, seconds) = run_clients(e, places.len(), |t, c| {
-        client(c, Stream::new(w, places[t]), places[t], cfg)
+        client(c, Stream::new(w, places[t]), places[t], cfg, deadline)
     })?;
-    let ops = per_thread.iter().map(|(n, _)| n).sum();
-    let lats: Vec<_> = per_thread.into_iter().map(|(_, l)| l).collect();
-    Ok((ops, seconds, merge_by_kind(&lats)))
+    let ops: usize = per_thread.iter().map(|d| d.ops).sum();
+    let user = per_thread.iter().map(|d| d.user_bytes).sum();
+    let lats: Vec<_> = per_thread.into_iter().map(|d| d.latency).collect();
+    let mut ran = Ran::reads(ops, seconds, merge_by_kind(&lats));
+    ran.stopped = stopped_note(ops as u64, cfg.ops, cfg.max_seconds);
+    Ok(if w.writes() { ran.writes(user) } else { ran })
 }
 
-/// One client thread's operations, each timed by its type; every read must
-/// find its record whole and every scan its first key.
-fn client(
-    c: &mut dyn Client,
-    stream: Stream,
-    p: Place,
-    cfg: &Config,
-) -> Result<(usize, Vec<(&'static str, Latency)>)> {
+/// What one client thread did.
+struct Done {
+    ops: usize,
+    user_bytes: u64,
+    latency: Vec<(&'static str, Latency)>,
+}
+
+/// One client thread's operations, each timed by its type, until the
+/// deadline; every read must find its record whole and every scan its
+/// first key.
+fn client(c: &mut dyn Client, stream: Stream, p: Place, cfg: &Config, deadline: Instant) -> Result<Done> {
     let mut lat: [Latency; 5] = Default::default();
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (p.insert_base << 8) ^ p.thread as u64);
     let (mut key, mut value) = (Vec::with_capacity(32), vec![0u8; cfg.value_size]);
-    let mut ops = 0;
+    let (mut ops, mut user) = (0, 0);
     let whole = |got: Option<usize>, key: &[u8]| match got {
         Some(n) if n == cfg.value_size => Ok(()),
         other => Err(format!(
@@ -163,6 +169,9 @@ fn client(
         )),
     };
     for op in stream {
+        if Instant::now() >= deadline {
+            break;
+        }
         key_name(op.keynum, &mut key);
         let l = &mut lat[op.kind.index()];
         match op.kind {
@@ -170,6 +179,7 @@ fn client(
             Kind::Update | Kind::Insert => {
                 fill(&mut rng, &mut value);
                 timed(l, || c.put(&key, &value))?;
+                user += (key.len() + value.len()) as u64;
             }
             Kind::Scan => {
                 let n = timed(l, || c.range(&key, op.scan_len))?;
@@ -185,15 +195,20 @@ fn client(
                     Ok(got)
                 })?;
                 whole(got, &key)?;
+                user += (key.len() + value.len()) as u64;
             }
         }
         ops += 1;
     }
-    let used = Kind::ALL
+    let latency = Kind::ALL
         .iter()
         .zip(lat)
         .filter(|(_, l)| l.count() > 0)
         .map(|(k, l)| (k.name(), l))
         .collect();
-    Ok((ops, used))
+    Ok(Done {
+        ops,
+        user_bytes: user,
+        latency,
+    })
 }
