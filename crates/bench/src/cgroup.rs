@@ -55,10 +55,18 @@ impl Cgroup {
         let dir = parent.join(name);
         std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let cg = Cgroup { dir, v2 };
-        let limit = cg.file(if v2 { "memory.max" } else { "memory.limit_in_bytes" });
+        let limit = cg.file(if v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        });
         std::fs::write(&limit, bytes.to_string())
             .map_err(|e| format!("{}: {e}", limit.display()))?;
-        let set = cg.read_u64(if v2 { "memory.max" } else { "memory.limit_in_bytes" });
+        let set = cg.read_u64(if v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        });
         // v1 rounds the limit down to whole pages.
         if set.is_none_or(|s| s > bytes || s + 4096 < bytes) {
             return Err(format!("{} did not take the limit", limit.display()));
@@ -94,7 +102,11 @@ impl Cgroup {
 
     /// Processes the kernel killed for memory in this cgroup.
     pub fn oom_kills(&self) -> Option<u64> {
-        let name = if self.v2 { "memory.events" } else { "memory.oom_control" };
+        let name = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
         let text = std::fs::read_to_string(self.file(name)).ok()?;
         text.lines()
             .find_map(|l| l.strip_prefix("oom_kill "))

@@ -25,7 +25,10 @@ pub enum Suite {
     /// The seven phases on `keys` keys.
     Phases { keys: u64 },
     /// YCSB at one scale.
-    Ycsb { scale: String, config: ycsb::run::Config },
+    Ycsb {
+        scale: String,
+        config: ycsb::run::Config,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,20 +43,24 @@ pub struct Spec {
     pub cgroup_procs: Option<PathBuf>,
 }
 
+impl Suite {
+    /// Where the rows of `engine` at this suite come from.
+    pub fn ctx(&self, engine: &str) -> Ctx {
+        let (suite, scale) = match self {
+            Suite::Phases { .. } => ("phases", None),
+            Suite::Ycsb { scale, .. } => ("ycsb", Some(scale.clone())),
+        };
+        Ctx {
+            engine: engine.into(),
+            suite,
+            scale,
+        }
+    }
+}
+
 impl Spec {
     pub fn ctx(&self) -> Ctx {
-        match &self.suite {
-            Suite::Phases { .. } => Ctx {
-                engine: self.engine.clone(),
-                suite: "phases",
-                scale: None,
-            },
-            Suite::Ycsb { scale, .. } => Ctx {
-                engine: self.engine.clone(),
-                suite: "ycsb",
-                scale: Some(scale.clone()),
-            },
-        }
+        self.suite.ctx(&self.engine)
     }
 }
 
@@ -85,11 +92,14 @@ pub fn spawn(spec: &Spec, cg: Option<&Cgroup>, limit: Option<u64>) -> Vec<Row> {
     let mut rows = Vec::new();
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines() {
-            match line.map_err(|e| e.to_string()).and_then(|l| {
-                serde_json::from_str::<Row>(&l).map_err(|e| format!("{e}: {l}"))
-            }) {
+            match line
+                .map_err(|e| e.to_string())
+                .and_then(|l| serde_json::from_str::<Row>(&l).map_err(|e| format!("{e}: {l}")))
+            {
                 Ok(r) => rows.push(r),
-                Err(e) => rows.extend(failed(format!("unreadable row from the engine's process: {e}"))),
+                Err(e) => rows.extend(failed(format!(
+                    "unreadable row from the engine's process: {e}"
+                ))),
             }
         }
     }
@@ -108,7 +118,8 @@ pub fn spawn(spec: &Spec, cg: Option<&Cgroup>, limit: Option<u64>) -> Vec<Row> {
         }
         None => {
             let mut r = ctx.row(PROCESS, None);
-            r.error = Some(done.unwrap_or_else(|| "the engine's process printed no summary".into()));
+            r.error =
+                Some(done.unwrap_or_else(|| "the engine's process printed no summary".into()));
             r.cgroup_peak_bytes = peak;
             r.memory_limit_bytes = limit;
             rows.push(r);
@@ -132,9 +143,6 @@ fn exit_reason(s: std::process::ExitStatus, cg: Option<&Cgroup>, limit: Option<u
 
 /// The child's side: runs `spec`, printing each row as a JSON line.
 pub fn run(spec: &Spec) -> Result<(), String> {
-    if let Some(procs) = &spec.cgroup_procs {
-        cgroup::join(procs)?;
-    }
     let started = Instant::now();
     let ctx = spec.ctx();
     let Some(open) = engine::opener(&spec.engine) else {
@@ -147,7 +155,8 @@ pub fn run(spec: &Spec) -> Result<(), String> {
         Suite::Ycsb { .. } => None,
     };
     let harness = measure::rss_bytes().map(|(now, _)| now).ok();
-    std::fs::create_dir(&spec.dir).map_err(|e| format!("cannot make {}: {e}", spec.dir.display()))?;
+    std::fs::create_dir(&spec.dir)
+        .map_err(|e| format!("cannot make {}: {e}", spec.dir.display()))?;
     let emit = |rows: Vec<Row>| {
         for r in rows {
             progress(&r);
@@ -164,11 +173,18 @@ pub fn run(spec: &Spec) -> Result<(), String> {
             };
             match (&spec.suite, &phases_workload) {
                 (Suite::Phases { .. }, Some(w)) => phases::run(&mut s, w, &mut report),
-                (Suite::Ycsb { config, .. }, _) => ycsb::run::run(&mut s, config, &mut report),
+                (Suite::Ycsb { config, .. }, _) => {
+                    let limit = |s: &mut Session| match &spec.cgroup_procs {
+                        Some(procs) => under_limit(s, procs),
+                        None => Ok(()),
+                    };
+                    ycsb::run::run(&mut s, config, limit, &mut report)
+                }
                 (Suite::Phases { .. }, None) => unreachable!("the workload is made above"),
             }
             let closed = s.finish();
-            let size = closed.and_then(|()| measure::dir_size(&spec.dir).map_err(|e| e.to_string()));
+            let size =
+                closed.and_then(|()| measure::dir_size(&spec.dir).map_err(|e| e.to_string()));
             emit(vec![ctx.size(size)]);
         }
         Err(e) => {
@@ -188,6 +204,20 @@ pub fn run(spec: &Spec) -> Result<(), String> {
     Ok(())
 }
 
+/// After the load: the engine closed, its files synced and dropped from
+/// the page cache, this process moved into the cgroup of the memory limit
+/// and its peak RSS restarted, then the engine reopened. The load runs
+/// unbounded (a limit that small would let it write only as fast as a
+/// cgroup v1 flushes its dirty pages); the workloads run under the limit
+/// on a cold cache.
+fn under_limit(s: &mut Session, procs: &Path) -> Result<(), String> {
+    s.rest(|dir| {
+        measure::evict(dir).map_err(|e| format!("dropping the files from the page cache: {e}"))?;
+        cgroup::join(procs)?;
+        measure::reset_peak_rss().map_err(|e| format!("restarting the peak RSS: {e}"))
+    })
+}
+
 /// One line on stderr per measurement, as it comes.
 fn progress(r: &Row) {
     if r.op != "all" {
@@ -202,21 +232,38 @@ fn progress(r: &Row) {
                 (Some(w), None) => format!(", WA {w:.2}"),
                 _ => String::new(),
             };
-            let p99 = r.p99_us.map(|p| format!(", p99 {p:.0} µs")).unwrap_or_default();
-            let close = r.close_seconds.map(|c| format!(", close+reopen {c:.2} s")).unwrap_or_default();
-            let stopped = r.stopped.as_deref().map(|s| format!("; {s}")).unwrap_or_default();
+            let p99 = r
+                .p99_us
+                .map(|p| format!(", p99 {p:.0} µs"))
+                .unwrap_or_default();
+            let close = r
+                .close_seconds
+                .map(|c| format!(", close+reopen {c:.2} s"))
+                .unwrap_or_default();
+            let stopped = r
+                .stopped
+                .as_deref()
+                .map(|s| format!("; {s}"))
+                .unwrap_or_default();
             format!(
                 "{ops:.0} ops/s{wa}{p99} ({:.2} s{close}){stopped}",
                 r.seconds.unwrap_or_default()
             )
         }
         _ => match (r.allocated_bytes, r.peak_rss_bytes) {
-            (Some(a), _) => format!("{a} bytes allocated, {} apparent", r.apparent_bytes.unwrap_or_default()),
+            (Some(a), _) => format!(
+                "{a} bytes allocated, {} apparent",
+                r.apparent_bytes.unwrap_or_default()
+            ),
             (_, Some(p)) => format!("peak RSS {} MB", p >> 20),
             _ => String::new(),
         },
     };
-    let scale = r.scale.as_deref().map(|s| format!(" [{s}]")).unwrap_or_default();
+    let scale = r
+        .scale
+        .as_deref()
+        .map(|s| format!(" [{s}]"))
+        .unwrap_or_default();
     let threads = r.threads.map(|t| format!(" ×{t}")).unwrap_or_default();
     eprintln!("{}{scale} {}{threads}: {what}", r.engine, r.phase);
 }

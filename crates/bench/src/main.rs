@@ -73,9 +73,9 @@ pub struct Args {
     /// through each engine's own cache setting [default: 64].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
     pub cache_mib: Option<u64>,
-    /// YCSB: the memory limit (cgroup) of each engine's process at the
-    /// larger-than-memory scale, in MiB; 0 runs it unbounded [default: the
-    /// cache budget + 64].
+    /// YCSB: the memory limit (cgroup) of each engine's process during the
+    /// workloads of the larger-than-memory scale, in MiB; 0 runs it
+    /// unbounded [default: the cache budget + 96].
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
     pub memory_limit_mib: Option<u64>,
     /// YCSB: client thread counts, each running every workload.

@@ -31,6 +31,35 @@ pub fn rss_bytes() -> io::Result<(u64, u64)> {
     Ok((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// Makes every file under `dir` durable and drops it from the page cache
+/// (`fdatasync`, then `POSIX_FADV_DONTNEED`), so the next reads of it go
+/// to the device.
+pub fn evict(dir: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            evict(&entry.path())?;
+        } else if meta.is_file() {
+            let f = std::fs::File::open(entry.path())?;
+            f.sync_data()?;
+            // SAFETY: a valid open descriptor; the advice only drops clean
+            // cached pages.
+            let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            if r != 0 {
+                return Err(io::Error::from_raw_os_error(r));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts this process's peak RSS (`VmHWM`) afresh from its current RSS.
+pub fn reset_peak_rss() -> io::Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5")
+}
+
 /// Disk use of everything under `dir`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DirSize {
@@ -71,6 +100,24 @@ mod tests {
         let s = dir_size(d.path()).unwrap();
         assert_eq!(s.apparent, 8192 + (1 << 20));
         assert!(s.allocated >= 8192 && s.allocated < 1 << 20, "{s:?}");
+    }
+
+    #[test]
+    fn evict_keeps_the_files_and_the_peak_rss_can_restart() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        std::fs::write(d.path().join("sub/a"), vec![7u8; 1 << 20]).unwrap();
+        evict(d.path()).unwrap();
+        assert_eq!(
+            std::fs::read(d.path().join("sub/a")).unwrap(),
+            vec![7u8; 1 << 20]
+        );
+        let big = vec![1u8; 64 << 20];
+        let (_, peak) = rss_bytes().unwrap();
+        drop(big);
+        reset_peak_rss().unwrap();
+        let (now, after) = rss_bytes().unwrap();
+        assert!(after < peak && after >= now, "{peak} {after} {now}");
     }
 
     #[test]

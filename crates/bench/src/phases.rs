@@ -76,7 +76,9 @@ fn run_one(s: &mut Session, phase: &str, w: &Workload) -> Outcome {
             wrote((keys.len() * KEY_LEN) as u64, t)
         }),
         "read-2-threads" => read_phase(s, |e| {
-            read(clients(e, READ_THREADS, |t, c| gets(c, &w.parallel_reads[t], w)))
+            read(clients(e, READ_THREADS, |t, c| {
+                gets(c, &w.parallel_reads[t], w)
+            }))
         }),
         other => unreachable!("unknown phase {other}"),
     }
@@ -116,7 +118,11 @@ fn batches(e: &mut dyn Engine, w: &Workload) -> Timed {
         let batch = refs(chunk);
         timed(&mut lat, || e.write_batch(&batch))?;
     }
-    Ok((w.batched.len(), start.elapsed().as_secs_f64(), vec![("batch", lat)]))
+    Ok((
+        w.batched.len(),
+        start.elapsed().as_secs_f64(),
+        vec![("batch", lat)],
+    ))
 }
 
 /// Each pair written and synced on its own.

@@ -15,9 +15,12 @@ use crate::{svg, table, Args};
 const MIB: u64 = 1 << 20;
 /// The error of a run stopped by a signal.
 pub const INTERRUPTED: &str = "interrupted: the engines' files are removed, nothing is reported";
-/// What a process needs besides the engine's cache: its heap, memtables
-/// and the page cache of the files it writes.
-const HEADROOM_MIB: u64 = 64;
+/// What a process needs besides the engine's cache: the heap an engine
+/// keeps at its defaults besides the cache (RocksDB's 64 MiB write buffer,
+/// fjall's memtables and journal, sled's structures), the program, and the
+/// dirty pages of its writes. With 64 the first full run had redb, fjall,
+/// sled and flashkv's in-place store killed for memory.
+const HEADROOM_MIB: u64 = 96;
 
 /// One scale a suite runs at.
 #[derive(Debug, Clone)]
@@ -47,12 +50,19 @@ impl Plan {
         let (engines, left_out) = select(a)?;
         let parent = a.dir.clone().unwrap_or_else(|| PathBuf::from("/var/tmp"));
         if !parent.is_dir() {
-            return Err(format!("--dir {}: not an existing directory", parent.display()));
+            return Err(format!(
+                "--dir {}: not an existing directory",
+                parent.display()
+            ));
         }
         if let Some(out) = &a.out {
             check_out(out)?;
         }
-        let scales = if a.ycsb { ycsb_scales(a)? } else { phase_scale(a)? };
+        let scales = if a.ycsb {
+            ycsb_scales(a)?
+        } else {
+            phase_scale(a)?
+        };
         Ok(Plan {
             engines,
             left_out,
@@ -121,14 +131,16 @@ impl Plan {
 
     fn run_one(&self, scale: &Scale, engine: &str, round: u32, n: u32, work: &Path) -> Vec<Row> {
         let cg = match scale.limit {
-            Some(bytes) => match Cgroup::create(&format!("flashkv-bench-{}-{n}", std::process::id()), bytes) {
-                Ok(cg) => Some(cg),
-                Err(e) => {
-                    let mut r = scale_ctx(scale, engine).row(report::PROCESS, None);
-                    r.error = Some(format!("cannot make the run's cgroup: {e}"));
-                    return vec![r];
+            Some(bytes) => {
+                match Cgroup::create(&format!("flashkv-bench-{}-{n}", std::process::id()), bytes) {
+                    Ok(cg) => Some(cg),
+                    Err(e) => {
+                        let mut r = scale.suite.ctx(engine).row(report::PROCESS, None);
+                        r.error = Some(format!("cannot make the run's cgroup: {e}"));
+                        return vec![r];
+                    }
                 }
-            },
+            }
             None => None,
         };
         let spec = Spec {
@@ -274,7 +286,8 @@ impl Plan {
                             categories: config
                                 .workloads
                                 .iter()
-                                .map(|&l| (letter_name(l), l.to_ascii_uppercase().to_string()))
+                                .filter_map(|&l| by_letter(l))
+                                .map(|w| (w.name, w.letter.to_string()))
                                 .collect(),
                             rows: of(Some(t)),
                         });
@@ -285,25 +298,6 @@ impl Plan {
         }
         figs
     }
-}
-
-fn letter_name(l: char) -> &'static str {
-    ["A", "B", "C", "D", "E", "F"]
-        .get((l.to_ascii_uppercase() as u8).wrapping_sub(b'A') as usize)
-        .copied()
-        .unwrap_or("?")
-}
-
-fn scale_ctx(scale: &Scale, engine: &str) -> report::Ctx {
-    Spec {
-        engine: engine.into(),
-        suite: scale.suite.clone(),
-        setup: scale.setup,
-        dir: PathBuf::new(),
-        seed: 0,
-        cgroup_procs: None,
-    }
-    .ctx()
 }
 
 fn hint(engine: &str) -> String {
@@ -323,7 +317,10 @@ fn select(a: &Args) -> Result<(Vec<&'static str>, Vec<&'static str>), String> {
     let (mut built, mut left_out) = (Vec::new(), Vec::new());
     for n in &names {
         let Some(&name) = NAMES.iter().find(|k| *k == n) else {
-            return Err(format!("unknown engine '{n}' (known: {})", NAMES.join(", ")));
+            return Err(format!(
+                "unknown engine '{n}' (known: {})",
+                NAMES.join(", ")
+            ));
         };
         if built.contains(&name) || left_out.contains(&name) {
             return Err(format!("engine '{n}' given twice"));
@@ -340,13 +337,23 @@ fn select(a: &Args) -> Result<(Vec<&'static str>, Vec<&'static str>), String> {
 fn check_out(out: &Path) -> Result<(), String> {
     match std::fs::metadata(out) {
         Ok(m) if m.is_dir() => Ok(()),
-        Ok(_) => Err(format!("--out {}: exists and is not a directory", out.display())),
+        Ok(_) => Err(format!(
+            "--out {}: exists and is not a directory",
+            out.display()
+        )),
         Err(_) => {
-            let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent = out
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             if parent.is_dir() {
                 Ok(())
             } else {
-                Err(format!("--out {}: directory {} does not exist", out.display(), parent.display()))
+                Err(format!(
+                    "--out {}: directory {} does not exist",
+                    out.display(),
+                    parent.display()
+                ))
             }
         }
     }
@@ -399,7 +406,10 @@ fn ycsb_scales(a: &Args) -> Result<Vec<Scale>, String> {
         let limit_mib = a.memory_limit_mib.unwrap_or(cache / MIB + HEADROOM_MIB);
         let (limit, unbounded) = match limit_mib {
             0 => (None, Some("--memory-limit-mib 0".to_string())),
-            m => match Cgroup::create(&format!("flashkv-bench-{}-probe", std::process::id()), m * MIB) {
+            m => match Cgroup::create(
+                &format!("flashkv-bench-{}-probe", std::process::id()),
+                m * MIB,
+            ) {
                 Ok(_probe) => (Some(m * MIB), None),
                 Err(why) => (None, Some(format!("no cgroup: {why}"))),
             },

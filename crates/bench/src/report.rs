@@ -98,8 +98,18 @@ impl Ctx {
         let mut r = self.row(phase, Some(threads));
         let m = match outcome {
             Outcome::Done(m) => m,
-            Outcome::Failed(e) => return vec![Row { error: Some(e), ..r }],
-            Outcome::Skipped(why) => return vec![Row { skipped: Some(why), ..r }],
+            Outcome::Failed(e) => {
+                return vec![Row {
+                    error: Some(e),
+                    ..r
+                }]
+            }
+            Outcome::Skipped(why) => {
+                return vec![Row {
+                    skipped: Some(why),
+                    ..r
+                }]
+            }
         };
         r.ops = Some(m.ops as u64);
         r.seconds = Some(m.seconds);
@@ -151,7 +161,14 @@ fn set_percentiles(r: &mut Row, l: &Latency) {
     }
 }
 
-type Key<'a> = (&'a str, &'a str, Option<&'a str>, &'a str, Option<usize>, &'a str);
+type Key<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+    Option<usize>,
+    &'a str,
+);
 
 fn key(r: &Row) -> Key<'_> {
     (
@@ -253,7 +270,10 @@ mod tests {
         let rows = done(10.0, 250);
         assert_eq!(rows.len(), 3);
         let all = &rows[0];
-        assert_eq!((all.op.as_str(), all.ops, all.threads), ("all", Some(3), Some(4)));
+        assert_eq!(
+            (all.op.as_str(), all.ops, all.threads),
+            ("all", Some(3), Some(4))
+        );
         assert_eq!((all.wa, all.wa_close), (Some(2.0), Some(2.5)));
         assert!((all.p50_us.unwrap() - 300.0).abs() < 1.0, "{all:?}");
         assert!((all.max_us.unwrap() - 500.0).abs() < 1.0, "{all:?}");

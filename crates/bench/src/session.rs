@@ -57,6 +57,23 @@ impl Session {
         })
     }
 
+    /// Closes the engine, runs `between` on its directory while it is
+    /// closed, and reopens it.
+    pub fn rest(
+        &mut self,
+        between: impl FnOnce(&Path) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let engine = self
+            .engine
+            .take()
+            .ok_or("an earlier close or reopen failed")?;
+        caught(|| engine.close()).map_err(|e| format!("close: {e}"))?;
+        between(&self.dir)?;
+        let (open, dir, setup) = (self.open, &self.dir, self.setup);
+        self.engine = Some(caught(|| open(dir, setup)).map_err(|e| format!("reopen: {e}"))?);
+        Ok(())
+    }
+
     /// Closes the engine for good.
     pub fn finish(mut self) -> Result<(), String> {
         match self.engine.take() {

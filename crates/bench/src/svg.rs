@@ -31,9 +31,10 @@ pub fn write(dir: &Path, fig: &Figure<'_>, engines: &[&str]) -> std::io::Result<
                     .iter()
                     .enumerate()
                     .filter_map(|(i, (_, phase))| {
-                        let r = fig.rows.iter().find(|r| {
-                            r.engine == *e && &r.phase == phase && r.op == "all"
-                        })?;
+                        let r = fig
+                            .rows
+                            .iter()
+                            .find(|r| r.engine == *e && &r.phase == phase && r.op == "all")?;
                         Some((i as f64, get(r)?))
                     })
                     .collect(),

@@ -37,14 +37,24 @@ impl<'a> Grid<'a> {
         }
     }
 
-    fn line(&mut self, label: &str, find: impl Fn(&str) -> Option<&'a Row>, cell: fn(&Row) -> String) {
+    fn line(
+        &mut self,
+        label: &str,
+        find: impl Fn(&str) -> Option<&'a Row>,
+        cell: fn(&Row) -> String,
+    ) {
         self.text += &format!("| {label} |");
         for e in self.engines {
             let c = match find(e) {
                 Some(r) => match r.error.as_ref().or(r.skipped.as_ref()) {
                     Some(why) => {
-                        let what = if r.error.is_some() { "error" } else { "skipped" };
-                        self.notes.push(format!("{} {}: {what}: {why}", r.engine, r.phase));
+                        let what = if r.error.is_some() {
+                            "error"
+                        } else {
+                            "skipped"
+                        };
+                        self.notes
+                            .push(format!("{} {}: {what}: {why}", r.engine, r.phase));
                         format!("{what} [{}]", self.notes.len())
                     }
                     None => match &r.stopped {
@@ -96,14 +106,30 @@ pub fn tables(rows: &[&Row], engines: &[&str], label: fn(&str) -> String) -> Str
             .iter()
             .any(|(p, t, o)| p == phase && t == threads && o != "all");
         if op != "all" || !mixed {
-            let what = if op == "all" { String::new() } else { format!(" — {op}") };
+            let what = if op == "all" {
+                String::new()
+            } else {
+                format!(" — {op}")
+            };
             lat.line(&format!("{name}{what}"), find(phase, *threads, op), latency);
         }
     }
     let mut acc = Grid::new("engine process and files", engines);
-    acc.line("peak RSS (harness before open)", find(PROCESS, None, "all"), rss);
-    acc.line("cgroup peak (process + page cache)", find(PROCESS, None, "all"), cgroup);
-    acc.line("files after close (allocated, apparent)", find(SIZE, None, "all"), size);
+    acc.line(
+        "peak RSS (harness before open)",
+        find(PROCESS, None, "all"),
+        rss,
+    );
+    acc.line(
+        "cgroup peak (process + page cache)",
+        find(PROCESS, None, "all"),
+        cgroup,
+    );
+    acc.line(
+        "files after close (allocated, apparent)",
+        find(SIZE, None, "all"),
+        size,
+    );
     format!("{}\n\n{}\n\n{}", thr.done(), lat.done(), acc.done())
 }
 
@@ -220,7 +246,8 @@ mod tests {
         r.ops_per_s = Some(58_123.0);
         r.wa = Some(2.0);
         r.wa_close = Some(3.5);
-        (r.p50_us, r.p99_us, r.p999_us, r.max_us) = (Some(12.0), Some(250.0), Some(1500.0), Some(2.5e6));
+        (r.p50_us, r.p99_us, r.p999_us, r.max_us) =
+            (Some(12.0), Some(250.0), Some(1500.0), Some(2.5e6));
         r
     }
 
@@ -246,6 +273,9 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains("| workload A | 12.0 µs"), "{t}");
-        assert!(t.contains("| files after close (allocated, apparent) | – | – |"), "{t}");
+        assert!(
+            t.contains("| files after close (allocated, apparent) | – | – |"),
+            "{t}"
+        );
     }
 }

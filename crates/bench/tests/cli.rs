@@ -42,12 +42,23 @@ fn ok(row: &Value) -> bool {
 fn phases_give_a_row_each_with_latency_wa_through_close_size_and_rss() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let out = bench(&["--keys", "2000", "--engines", "flashkv-inplace", "--json", "--dir", d]);
+    let out = bench(&[
+        "--keys",
+        "2000",
+        "--engines",
+        "flashkv-inplace",
+        "--json",
+        "--dir",
+        d,
+    ]);
     let rows = json_rows(&out);
     assert_eq!(rows.len(), PHASES.len() + 2, "{rows:?}");
     for (row, phase) in rows.iter().zip(PHASES) {
         assert_eq!(row["engine"], "flashkv-inplace");
-        assert_eq!((row["suite"].as_str(), row["op"].as_str()), (Some("phases"), Some("all")));
+        assert_eq!(
+            (row["suite"].as_str(), row["op"].as_str()),
+            (Some("phases"), Some("all"))
+        );
         assert_eq!(row["phase"], phase, "{row}");
         assert!(ok(row), "{row}");
         assert!(row["ops_per_s"].as_f64().unwrap() > 0.0, "{row}");
@@ -57,11 +68,20 @@ fn phases_give_a_row_each_with_latency_wa_through_close_size_and_rss() {
             row["p999_us"].as_f64().unwrap(),
             row["max_us"].as_f64().unwrap(),
         );
-        assert!(0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max * 1.001, "{row}");
+        assert!(
+            0.0 < p50 && p50 <= p99 && p99 <= p999 && p999 <= max * 1.001,
+            "{row}"
+        );
         if READS.contains(&phase) {
-            assert!(row["wa"].is_null() && row.get("wa_close").is_none(), "{row}");
+            assert!(
+                row["wa"].is_null() && row.get("wa_close").is_none(),
+                "{row}"
+            );
         } else {
-            let (wa, through) = (row["wa"].as_f64().unwrap(), row["wa_close"].as_f64().unwrap());
+            let (wa, through) = (
+                row["wa"].as_f64().unwrap(),
+                row["wa_close"].as_f64().unwrap(),
+            );
             assert!(wa >= 0.0 && through >= wa, "{row}");
             assert!(row["close_seconds"].as_f64().unwrap() > 0.0, "{row}");
         }
@@ -78,7 +98,10 @@ fn phases_give_a_row_each_with_latency_wa_through_close_size_and_rss() {
     assert_eq!(threads, [1, 1, 1, 4, 1, 1, 1, 2]);
     let size = &rows[PHASES.len()];
     assert_eq!(size["phase"], "size");
-    assert!(size["allocated_bytes"].as_u64().unwrap() > 2000 * 174, "{size}");
+    assert!(
+        size["allocated_bytes"].as_u64().unwrap() > 2000 * 174,
+        "{size}"
+    );
     let process = &rows[PHASES.len() + 1];
     assert_eq!(process["phase"], "process");
     let (peak, harness) = (
@@ -96,15 +119,33 @@ fn ycsb_runs_every_workload_with_each_op_type_and_writes_its_figures() {
     let out_dir = dir.path().join("out");
     let d = dir.path().to_str().unwrap();
     let args = [
-        "--ycsb", "--engines", "flashkv-inplace", "--records", "300", "--ops", "200",
-        "--large-records", "600", "--cache-mib", "1", "--threads", "1,2", "--json", "--dir", d,
-        "--out", out_dir.to_str().unwrap(),
+        "--ycsb",
+        "--engines",
+        "flashkv-inplace",
+        "--records",
+        "300",
+        "--ops",
+        "200",
+        "--large-records",
+        "600",
+        "--cache-mib",
+        "1",
+        "--threads",
+        "1,2",
+        "--json",
+        "--dir",
+        d,
+        "--out",
+        out_dir.to_str().unwrap(),
     ];
     let rows = json_rows(&bench(&args));
     let find = |scale: &str, phase: &str, threads: u64, op: &str| {
         rows.iter()
             .find(|r| {
-                r["scale"] == scale && r["phase"] == phase && r["threads"] == threads && r["op"] == op
+                r["scale"] == scale
+                    && r["phase"] == phase
+                    && r["threads"] == threads
+                    && r["op"] == op
             })
             .unwrap_or_else(|| panic!("no row {scale} {phase} {threads} {op}: {rows:?}"))
     };
@@ -139,15 +180,28 @@ fn ycsb_runs_every_workload_with_each_op_type_and_writes_its_figures() {
     }
     let process: Vec<&Value> = rows.iter().filter(|r| r["phase"] == "process").collect();
     assert_eq!(process.len(), 2);
-    assert!(process.iter().all(|p| p["peak_rss_bytes"].as_u64().unwrap() > 0));
-    for stem in ["ycsb-memory-1t", "ycsb-memory-2t", "ycsb-larger-1t", "ycsb-larger-2t"] {
+    assert!(process
+        .iter()
+        .all(|p| p["peak_rss_bytes"].as_u64().unwrap() > 0));
+    for stem in [
+        "ycsb-memory-1t",
+        "ycsb-memory-2t",
+        "ycsb-larger-1t",
+        "ycsb-larger-2t",
+    ] {
         for what in ["throughput", "p99"] {
             let svg = std::fs::read_to_string(out_dir.join(format!("{stem}-{what}.svg"))).unwrap();
-            assert!(svg.contains("<svg") && svg.contains("flashkv-inplace"), "{stem}-{what}");
+            assert!(
+                svg.contains("<svg") && svg.contains("flashkv-inplace"),
+                "{stem}-{what}"
+            );
         }
     }
     let md = std::fs::read_to_string(out_dir.join("bench.md")).unwrap();
-    assert!(md.contains("| A: 50/50 read/update, zipfian · 2 threads |"), "{md}");
+    assert!(
+        md.contains("| A: 50/50 read/update, zipfian · 2 threads |"),
+        "{md}"
+    );
     let jsonl = std::fs::read_to_string(out_dir.join("bench.jsonl")).unwrap();
     assert_eq!(jsonl.lines().count(), rows.len());
 }
@@ -160,8 +214,19 @@ fn the_same_seed_gives_every_engine_the_same_operations() {
     let run = || {
         let dir = tempfile::tempdir().unwrap();
         let args = [
-            "--ycsb", "--engines", "flashkv-inplace", "--records", "200", "--ops", "300",
-            "--large-records", "0", "--threads", "1", "--json", "--dir",
+            "--ycsb",
+            "--engines",
+            "flashkv-inplace",
+            "--records",
+            "200",
+            "--ops",
+            "300",
+            "--large-records",
+            "0",
+            "--threads",
+            "1",
+            "--json",
+            "--dir",
             dir.path().to_str().unwrap(),
         ];
         json_rows(&bench(&args))
@@ -205,9 +270,23 @@ fn help_names_the_options() {
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
     for opt in [
-        "--keys", "--engines", "--repeat", "--dir", "--seed", "--json", "--ycsb", "--quick",
-        "--records", "--large-records", "--ops", "--value-size", "--cache-mib",
-        "--memory-limit-mib", "--threads", "--workloads", "--out",
+        "--keys",
+        "--engines",
+        "--repeat",
+        "--dir",
+        "--seed",
+        "--json",
+        "--ycsb",
+        "--quick",
+        "--records",
+        "--large-records",
+        "--ops",
+        "--value-size",
+        "--cache-mib",
+        "--memory-limit-mib",
+        "--threads",
+        "--workloads",
+        "--out",
     ] {
         assert!(help.contains(opt), "{opt} missing from help");
     }

@@ -76,7 +76,11 @@ impl Client for FlashClient<'_> {
         // The iterator and `take`, as every peer's range is read.
         let mut n = 0;
         let from = (Bound::Included(start), Bound::Unbounded);
-        for pair in self.db.range::<(Bound<&[u8]>, Bound<&[u8]>)>(from).take(limit) {
+        for pair in self
+            .db
+            .range::<(Bound<&[u8]>, Bound<&[u8]>)>(from)
+            .take(limit)
+        {
             let (_k, v) = pair?;
             n += usize::from(!v.is_empty());
         }

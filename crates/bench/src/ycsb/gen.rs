@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_eq!(fnv1a(b"foobar"), 0x8594_4171_f739_67e8);
-        assert_eq!(fnv64(1), (fnv1a(&[1, 0, 0, 0, 0, 0, 0, 0]) as i64).unsigned_abs());
+        assert_eq!(
+            fnv64(1),
+            (fnv1a(&[1, 0, 0, 0, 0, 0, 0, 0]) as i64).unsigned_abs()
+        );
         assert!(fnv64(u64::MAX) <= 1 << 63);
         let mut k = Vec::new();
         key_name(0, &mut k);

@@ -25,7 +25,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Read, Kind::Update, Kind::Insert, Kind::Scan, Kind::Rmw];
+    pub const ALL: [Kind; 5] = [
+        Kind::Read,
+        Kind::Update,
+        Kind::Insert,
+        Kind::Scan,
+        Kind::Rmw,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -55,6 +61,8 @@ pub enum Dist {
 #[derive(Debug)]
 pub struct Workload {
     pub letter: char,
+    /// The letter as a string (a figure's category).
+    pub name: &'static str,
     pub what: &'static str,
     /// Proportions of the operation types, summing to 1.
     pub mix: &'static [(Kind, f64)],
@@ -64,7 +72,9 @@ pub struct Workload {
 impl Workload {
     /// Whether the workload writes (and so ends with a close).
     pub fn writes(&self) -> bool {
-        self.mix.iter().any(|(k, _)| *k != Kind::Read && *k != Kind::Scan)
+        self.mix
+            .iter()
+            .any(|(k, _)| *k != Kind::Read && *k != Kind::Scan)
     }
 
     fn share(&self, kind: Kind) -> f64 {
@@ -82,36 +92,42 @@ pub const MAX_SCAN: usize = 100;
 pub const WORKLOADS: [Workload; 6] = [
     Workload {
         letter: 'A',
+        name: "A",
         what: "50/50 read/update, zipfian",
         mix: &[(Kind::Read, 0.5), (Kind::Update, 0.5)],
         dist: Dist::Zipfian,
     },
     Workload {
         letter: 'B',
+        name: "B",
         what: "95/5 read/update, zipfian",
         mix: &[(Kind::Read, 0.95), (Kind::Update, 0.05)],
         dist: Dist::Zipfian,
     },
     Workload {
         letter: 'C',
+        name: "C",
         what: "read only, zipfian",
         mix: &[(Kind::Read, 1.0)],
         dist: Dist::Zipfian,
     },
     Workload {
         letter: 'D',
+        name: "D",
         what: "95/5 read/insert, read latest",
         mix: &[(Kind::Read, 0.95), (Kind::Insert, 0.05)],
         dist: Dist::Latest,
     },
     Workload {
         letter: 'E',
+        name: "E",
         what: "95/5 scan (1–100 pairs)/insert, zipfian",
         mix: &[(Kind::Scan, 0.95), (Kind::Insert, 0.05)],
         dist: Dist::Zipfian,
     },
     Workload {
         letter: 'F',
+        name: "F",
         what: "50/50 read/read-modify-write, zipfian",
         mix: &[(Kind::Read, 0.5), (Kind::Rmw, 0.5)],
         dist: Dist::Zipfian,
@@ -186,10 +202,8 @@ pub struct Stream {
 
 /// A seed for (`seed`, workload, thread, thread count), mixed (SplitMix64).
 fn stream_seed(seed: u64, letter: char, thread: usize, threads: usize) -> u64 {
-    let mut x = seed
-        ^ (u64::from(letter) << 56)
-        ^ ((thread as u64) << 32)
-        ^ ((threads as u64) << 16);
+    let mut x =
+        seed ^ (u64::from(letter) << 56) ^ ((thread as u64) << 32) ^ ((threads as u64) << 16);
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -331,7 +345,11 @@ mod tests {
     fn read_latest_favours_the_newest_records() {
         let d = by_letter('d').unwrap();
         let ops: Vec<Op> = Stream::new(d, place(0, 1)).collect();
-        let reads: Vec<u64> = ops.iter().filter(|o| o.kind == Kind::Read).map(|o| o.keynum).collect();
+        let reads: Vec<u64> = ops
+            .iter()
+            .filter(|o| o.kind == Kind::Read)
+            .map(|o| o.keynum)
+            .collect();
         // Most reads name the newest records: own inserts or the last loaded.
         let recent = reads.iter().filter(|&&k| k >= 900).count();
         assert!(recent * 2 > reads.len(), "{recent} of {}", reads.len());

@@ -35,15 +35,27 @@ pub struct Config {
     pub load_seconds: f64,
 }
 
-/// The load, then every workload at every thread count, each reported as
-/// it ends (`phase` is "load" or the workload's letter).
-pub fn run(session: &mut Session, cfg: &Config, mut report: impl FnMut(&str, usize, Outcome)) {
+/// The load, then `after_load` (which may close and reopen the engine),
+/// then every workload at every thread count, each reported as it ends
+/// (`phase` is "load" or the workload's letter).
+pub fn run(
+    session: &mut Session,
+    cfg: &Config,
+    after_load: impl FnOnce(&mut Session) -> std::result::Result<(), String>,
+    mut report: impl FnMut(&str, usize, Outcome),
+) {
     let load = write_phase(session, |e| load(e, cfg));
-    let records = match &load {
+    let mut records = match &load {
         Outcome::Done(m) => m.ops as u64,
         _ => 0,
     };
     report("load", 1, load);
+    if records > 0 {
+        if let Err(e) = after_load(session) {
+            report("memory-limit", 1, Outcome::Failed(e));
+            records = 0;
+        }
+    }
     // The next insert's key number: each inserting run reserves its keys
     // past every record the load was to write.
     let mut insert_base = cfg.records;
@@ -52,7 +64,11 @@ pub fn run(session: &mut Session, cfg: &Config, mut report: impl FnMut(&str, usi
             let w = by_letter(letter).expect("workload letters are checked when parsed");
             let name = letter.to_ascii_uppercase().to_string();
             if records == 0 {
-                report(&name, threads, Outcome::Skipped("nothing was loaded".into()));
+                report(
+                    &name,
+                    threads,
+                    Outcome::Skipped("nothing was loaded".into()),
+                );
                 continue;
             }
             let places = places(cfg, records, threads, insert_base);
@@ -122,10 +138,17 @@ fn load(e: &mut dyn Engine, cfg: &Config) -> Result<Ran> {
             .map(|(k, v)| (&k[..], v))
             .collect();
         timed(&mut lat, || e.write_batch(&batch))?;
-        user += batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum::<u64>();
+        user += batch
+            .iter()
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum::<u64>();
         first = end;
     }
-    let mut ran = Ran::reads(first as usize, start.elapsed().as_secs_f64(), vec![("batch", lat)]);
+    let mut ran = Ran::reads(
+        first as usize,
+        start.elapsed().as_secs_f64(),
+        vec![("batch", lat)],
+    );
     ran.stopped = stopped_note(first, cfg.records, cfg.load_seconds)
         .map(|s| s.replace("operations", "records"));
     Ok(ran.writes(user))
@@ -155,7 +178,13 @@ struct Done {
 /// One client thread's operations, each timed by its type, until the
 /// deadline; every read must find its record whole and every scan its
 /// first key.
-fn client(c: &mut dyn Client, stream: Stream, p: Place, cfg: &Config, deadline: Instant) -> Result<Done> {
+fn client(
+    c: &mut dyn Client,
+    stream: Stream,
+    p: Place,
+    cfg: &Config,
+    deadline: Instant,
+) -> Result<Done> {
     let mut lat: [Latency; 5] = Default::default();
     let mut rng = SmallRng::seed_from_u64(cfg.seed ^ (p.insert_base << 8) ^ p.thread as u64);
     let (mut key, mut value) = (Vec::with_capacity(32), vec![0u8; cfg.value_size]);
