@@ -18,10 +18,13 @@ pub struct Figure<'a> {
     pub rows: Vec<&'a Row>,
 }
 
+/// What a figure plots of a row.
+type Getter = fn(&Row) -> Option<f64>;
+
 /// Writes `<stem>-throughput.svg` and `<stem>-p99.svg` into `dir`.
 pub fn write(dir: &Path, fig: &Figure<'_>, engines: &[&str]) -> std::io::Result<Vec<PathBuf>> {
     let names: Vec<&str> = fig.categories.iter().map(|(n, _)| *n).collect();
-    let series = |get: fn(&Row) -> Option<f64>| -> Vec<Series> {
+    let series = |get: Getter| -> Vec<Series> {
         engines
             .iter()
             .map(|e| Series {
@@ -44,7 +47,7 @@ pub fn write(dir: &Path, fig: &Figure<'_>, engines: &[&str]) -> std::io::Result<
             .collect()
     };
     let mut written = Vec::new();
-    let plots: [(&str, &str, fn(&Row) -> Option<f64>); 2] = [
+    let plots: [(&str, &str, Getter); 2] = [
         ("throughput", "operations per second", |r| r.ops_per_s),
         ("p99", "p99 latency (µs)", |r| r.p99_us),
     ];
