@@ -39,9 +39,9 @@ pub struct Args {
     /// Run the YCSB core workloads A–F instead of the seven phases.
     #[arg(long)]
     pub ycsb: bool,
-    /// A small scale that runs in well under a minute (CI): 2,000 keys, or
-    /// for YCSB 1,000 records, 500 operations and a 1 MiB cache budget;
-    /// flashkv's two stores unless --engines says otherwise.
+    /// A small scale for CI: 2,000 keys, or for YCSB 1,000 records, 500
+    /// operations and a 1 MiB cache budget (about 30 s); flashkv's two
+    /// stores unless --engines says otherwise.
     #[arg(long)]
     pub quick: bool,
     /// Seven phases: keys loaded (24-byte random keys, 150-byte values)
