@@ -209,6 +209,7 @@ pub fn plot(rows: &[CacheRow], title: &str, path: &std::path::Path) -> std::io::
         log_x: true,
         log_y: true,
         series: &series,
+        x_names: &[],
     }
     .write_svg(path)
 }

@@ -186,6 +186,7 @@ fn plot(dir: &std::path::Path, rows: &[Row], details: &[Detail]) -> Result<(), L
         log_x: false,
         log_y: false,
         series: &series,
+        x_names: &[],
     }
     .write_svg(&dir.join("tps.svg"))?;
     Ok(())

@@ -372,6 +372,7 @@ fn exp1_plots(dir: &Path, e1: &[Exp1Row]) -> Result<(), LabError> {
                 log_x: true,
                 log_y: true,
                 series: &series,
+                x_names: &[],
             }
             .write_svg(&dir.join(file))?;
         }
@@ -424,6 +425,7 @@ fn exp2_plots(dir: &Path, best: &[FileSizeBest]) -> Result<(), LabError> {
             log_x: true,
             log_y: true,
             series: &series,
+            x_names: &[],
         }
         .write_svg(&dir.join(file))?;
     }
