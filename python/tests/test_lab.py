@@ -17,7 +17,9 @@ def buffer_rows(cli, tmp_path_factory):
 
 
 def test_points_are_the_cli_points(cli):
-    assert flashkv.experiments() == ["seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale"]
+    assert flashkv.experiments() == [
+        "seed000", "seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale"
+    ]
     for quick in (False, True):
         args = ["lab", "--points", "--json"] + (["--quick"] if quick else [])
         want = cli_json(cli, *args)

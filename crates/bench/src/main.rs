@@ -1,51 +1,113 @@
-//! `flashkv-bench`: flashkv's two page stores against redb, fjall, sled and
-//! SQLite on one workload, on real files (see the README, "Peer benchmark").
+//! `flashkv-bench`: flashkv's two page stores against redb, fjall, sled,
+//! SQLite, LMDB and RocksDB on real files: seven phases, or the YCSB core
+//! workloads A–F in memory and larger than memory (docs/benchmarks.md).
 
+mod cgroup;
+mod child;
 mod engine;
 mod engines;
+mod latency;
 mod measure;
+mod outcome;
 mod phases;
+mod plan;
 mod report;
+mod session;
+mod stop;
+mod svg;
+mod table;
 mod workload;
+mod ycsb;
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use engine::Opener;
-use report::Row;
-use workload::Workload;
-
-const ALL_ENGINES: &str = "flashkv-inplace,flashkv-ipl,redb,fjall,sled,sqlite";
-const PEERS_HINT: &str = "cargo run --release -p flashkv-bench --features peers -- ...";
-
-/// Runs flashkv (in-place and in-page-logging stores) and peer engines on the
-/// same keys: bulk load, durable puts and batches, point and range reads,
-/// delete half, 2-thread reads, file size. Prints a Markdown table, or with
-/// --json one JSON object per line.
+/// Runs flashkv (in-place and in-page-logging stores) and peer engines on
+/// the same operations, each engine in a process of its own, on real files.
+/// Without --ycsb: seven phases (bulk load, durable puts and batches, point
+/// and range reads, delete half, reads and puts on several threads). With
+/// --ycsb: the YCSB core workloads A–F after a load, at 1 and 4 client
+/// threads, with data in memory and with data about 4× a cache budget under
+/// a cgroup memory limit. Every write is durable (synced) when it returns,
+/// and each write phase ends with a close and a reopen whose writes count in
+/// "WA through close". Prints Markdown tables, or with --json one JSON
+/// object per line; --out also writes the tables, the rows and SVG figures.
 #[derive(Parser, Debug)]
 #[command(name = "flashkv-bench")]
-struct Args {
-    /// Keys loaded (24-byte random keys, 150-byte values).
-    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
-    keys: u64,
-    /// Comma-separated engines to run, from: flashkv-inplace, flashkv-ipl, redb, fjall, sled, sqlite.
-    #[arg(long, value_delimiter = ',', default_value = ALL_ENGINES)]
-    engines: Vec<String>,
+pub struct Args {
+    /// Run the YCSB core workloads A–F instead of the seven phases.
+    #[arg(long)]
+    pub ycsb: bool,
+    /// A small scale for CI: 2,000 keys, or for YCSB 1,000 records, 500
+    /// operations and a 1 MiB cache budget (about 30 s); flashkv's two
+    /// stores unless --engines says otherwise.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seven phases: keys loaded (24-byte random keys, 150-byte values)
+    /// [default: 300000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
+    pub keys: Option<u64>,
+    /// YCSB: records of the in-memory scale [default: 100000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub records: Option<u64>,
+    /// YCSB: records of the larger-than-memory scale; 0 leaves that scale
+    /// out [default: 4 × the cache budget ÷ --value-size].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=100_000_000))]
+    pub large_records: Option<u64>,
+    /// YCSB: operations per workload and thread count [default: 10000].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub ops: Option<u64>,
+    /// YCSB: a workload that has not done its operations after this many
+    /// seconds stops there (YCSB's maxexecutiontime); the report says so.
+    #[arg(long, default_value_t = 8.0, value_parser = seconds)]
+    pub max_seconds: f64,
+    /// YCSB: the load stops after this many seconds; the workloads then
+    /// run on the records loaded, and the report says so.
+    #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+    pub load_seconds: f64,
+    /// YCSB: bytes per record value (YCSB's 10 fields of 100 bytes, as one value).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub value_size: u64,
+    /// YCSB: the cache budget of the larger-than-memory scale, in MiB, set
+    /// through each engine's own cache setting [default: 64].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub cache_mib: Option<u64>,
+    /// YCSB: the memory limit (cgroup) of each engine's process during the
+    /// workloads of the larger-than-memory scale, in MiB; 0 runs it
+    /// unbounded [default: the cache budget + 96].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=1_048_576))]
+    pub memory_limit_mib: Option<u64>,
+    /// YCSB: client thread counts, each running every workload.
+    #[arg(long, value_delimiter = ',', default_value = "1,4", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub threads: Vec<u64>,
+    /// YCSB: workloads to run, in order (letters from a to f).
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e,f")]
+    pub workloads: Vec<String>,
+    /// Comma-separated engines, from: flashkv-inplace, flashkv-ipl, redb,
+    /// fjall, sled, sqlite, lmdb, rocksdb [default: all of them].
+    #[arg(long, value_delimiter = ',')]
+    pub engines: Option<Vec<String>>,
     /// Runs per engine (engines interleaved); the report gives the median.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    repeat: u32,
+    pub repeat: u32,
     /// Existing directory to work in: a fresh sub-directory is made there and
     /// removed at the end [default: /var/tmp].
     #[arg(long)]
-    dir: Option<PathBuf>,
-    /// Seed of the keys, values and read order.
+    pub dir: Option<std::path::PathBuf>,
+    /// Seed of the keys, values and operation order.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// JSON rows on stdout, one per line, instead of the table.
+    pub seed: u64,
+    /// JSON rows on stdout, one per line, instead of the tables.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+    /// Also write bench.md (the tables), bench.jsonl (the rows) and SVG
+    /// figures into this directory (made if missing; its parent must exist).
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Internal: run one engine as described (the benchmark runs itself).
+    #[arg(long, hide = true)]
+    pub child: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -57,23 +119,33 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => return clap_exit(e),
     };
-    let engines = match select(&args.engines) {
-        Ok(e) => e,
+    if let Some(spec) = &args.child {
+        let spec: child::Spec = match serde_json::from_str(spec) {
+            Ok(s) => s,
+            Err(e) => return fail(2, &format!("--child: {e}")),
+        };
+        return match child::run(&spec) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(1, &e),
+        };
+    }
+    let plan = match plan::Plan::from_args(&args) {
+        Ok(p) => p,
         Err(msg) => return fail(2, &msg),
     };
-    let parent = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/var/tmp"));
-    if !parent.is_dir() {
-        return fail(
-            2,
-            &format!("--dir {}: not an existing directory", parent.display()),
-        );
-    }
-    match run(&args, &engines, &parent) {
+    stop::install();
+    match plan.run(&args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(msg) if msg == plan::INTERRUPTED => fail(130, &msg),
         Err(msg) => fail(1, &msg),
+    }
+}
+
+/// A time limit in seconds: positive and finite.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
     }
 }
 
@@ -105,178 +177,4 @@ fn clap_exit(e: clap::Error) -> ExitCode {
             msg.strip_prefix("error: ").unwrap_or(&msg)
         ),
     )
-}
-
-/// The engines asked for, in the order given, with their openers (`None`
-/// when this build left the peers out).
-fn select(names: &[String]) -> Result<Vec<(&'static str, Option<Opener>)>, String> {
-    let all = engine::all();
-    let mut out: Vec<(&'static str, Option<Opener>)> = Vec::new();
-    for n in names {
-        let Some(&found) = all.iter().find(|(name, _)| name == n) else {
-            return Err(format!("unknown engine '{n}' (known: {ALL_ENGINES})"));
-        };
-        if out.iter().any(|(name, _)| name == n) {
-            return Err(format!("engine '{n}' given twice"));
-        }
-        out.push(found);
-    }
-    Ok(out)
-}
-
-fn run(
-    args: &Args,
-    engines: &[(&'static str, Option<Opener>)],
-    parent: &Path,
-) -> Result<(), String> {
-    let keys = args.keys as usize;
-    check_space(parent, keys)?;
-    let work = tempfile::Builder::new()
-        .prefix("flashkv-bench-")
-        .tempdir_in(parent)
-        .map_err(|e| format!("cannot make a directory in {}: {e}", parent.display()))?;
-    let built: Vec<(&str, Opener)> = engines
-        .iter()
-        .filter_map(|&(n, o)| o.map(|o| (n, o)))
-        .collect();
-    let left_out: Vec<&str> = engines
-        .iter()
-        .filter(|(_, o)| o.is_none())
-        .map(|(n, _)| *n)
-        .collect();
-    if !left_out.is_empty() {
-        eprintln!(
-            "left out {} (not built; enable with: {PEERS_HINT})",
-            left_out.join(", ")
-        );
-    }
-    eprintln!("making {keys} keys (seed {})", args.seed);
-    let w = Workload::new(keys, args.seed);
-    let mut rows = Vec::new();
-    for rep in 0..args.repeat {
-        // Alternate the order so slow drift on a shared machine evens out.
-        let order: Vec<_> = match rep % 2 {
-            0 => built.iter().collect(),
-            _ => built.iter().rev().collect(),
-        };
-        for &&(name, open) in &order {
-            let dir = work.path().join(format!("{name}-{rep}"));
-            rows.extend(run_engine(name, open, &dir, &w));
-        }
-    }
-    let mut rows = report::medians(&rows);
-    for n in &left_out {
-        rows.push(Row::skipped(
-            n,
-            "all",
-            &format!("not built; enable with: {PEERS_HINT}"),
-        ));
-    }
-    print(
-        args,
-        &rows,
-        &built.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-    );
-    work.close()
-        .map_err(|e| format!("cannot remove the work directory: {e}"))
-}
-
-/// Refuses to start when the file system cannot hold the largest store
-/// (flashkv's: about 4 KiB per key with its log today) with room to spare.
-fn check_space(dir: &Path, keys: usize) -> Result<(), String> {
-    let need = keys as u64 * 8192 + (1 << 30);
-    let free = flashkv_device::free_space(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if free < need {
-        return Err(format!(
-            "{} has {} MB free; {keys} keys need about {} MB (use --dir or fewer --keys)",
-            dir.display(),
-            free >> 20,
-            need >> 20
-        ));
-    }
-    Ok(())
-}
-
-/// Every phase of one engine in a fresh directory `dir`, then its size
-/// after closing; the directory is removed afterwards.
-fn run_engine(name: &str, open: Opener, dir: &Path, w: &Workload) -> Vec<Row> {
-    let mut rows = Vec::new();
-    let mut record = |phase: &str, o: phases::Outcome| {
-        let row = Row::phase(name, phase, o);
-        progress(&row);
-        rows.push(row);
-    };
-    let opened = std::fs::create_dir(dir)
-        .map_err(|e| format!("cannot make {}: {e}", dir.display()))
-        .and_then(|()| caught(|| open(dir, w.loaded.len())));
-    let closed = match opened {
-        Ok(mut engine) => {
-            phases::run(engine.as_mut(), w, &mut record);
-            caught(|| engine.close())
-        }
-        Err(e) => {
-            let mut first = Some(phases::Outcome::Failed(format!("open: {e}")));
-            for p in phases::PHASES {
-                let skip = phases::Outcome::Skipped("the engine did not open".into());
-                record(p, first.take().unwrap_or(skip));
-            }
-            Ok(())
-        }
-    };
-    let size = closed
-        .map_err(|e| format!("close: {e}"))
-        .and_then(|()| measure::dir_size(dir).map_err(|e| e.to_string()));
-    let row = Row::size(name, size);
-    progress(&row);
-    rows.push(row);
-    if let Err(e) = std::fs::remove_dir_all(dir) {
-        eprintln!("warning: cannot remove {}: {e}", dir.display());
-    }
-    rows
-}
-
-/// `f`'s result, with an error or a panic as a message.
-fn caught<T>(f: impl FnOnce() -> engine::Result<T>) -> Result<T, String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(p) => Err(format!("panicked: {}", phases::panic_message(&p))),
-    }
-}
-
-/// One line on stderr per measurement, as it comes.
-fn progress(r: &Row) {
-    let what = match (&r.error, &r.skipped, r.ops_per_s, r.allocated_bytes) {
-        (Some(e), ..) => format!("error: {e}"),
-        (_, Some(s), ..) => format!("skipped: {s}"),
-        (.., Some(ops), _) => {
-            let wa = r.wa.map(|w| format!(", WA {w:.2}")).unwrap_or_default();
-            format!(
-                "{ops:.0} ops/s{wa} ({:.2} s)",
-                r.seconds.unwrap_or_default()
-            )
-        }
-        (.., Some(a)) => format!(
-            "{a} bytes allocated, {} apparent",
-            r.apparent_bytes.unwrap_or_default()
-        ),
-        _ => String::new(),
-    };
-    eprintln!("{} {}: {what}", r.engine, r.phase);
-}
-
-fn print(args: &Args, rows: &[Row], engines: &[&str]) {
-    if args.json {
-        for r in rows {
-            println!("{}", serde_json::to_string(r).expect("rows serialise"));
-        }
-        return;
-    }
-    println!(
-        "{} keys (24-byte keys, 150-byte values), seed {}, median of {} run(s)\n",
-        args.keys, args.seed, args.repeat
-    );
-    println!("{}", report::table(rows, engines));
-    for r in rows.iter().filter(|r| r.phase == "all") {
-        println!("{}: {}", r.engine, r.skipped.as_deref().unwrap_or_default());
-    }
 }

@@ -1,185 +1,162 @@
-//! The phases of one run of one engine, each timed, with the bytes the
-//! process wrote meanwhile.
+//! The seven phases of one run of one engine (and the parallel puts),
+//! each timed with its latencies; every write phase ends with a close and
+//! a reopen, counted with it.
 
 use std::time::Instant;
 
-use crate::engine::{Engine, Reader, Result, Writer};
-use crate::measure::written_bytes;
+use crate::engine::{Client, Engine, Pair, Result};
+use crate::latency::Latency;
+use crate::outcome::{merge_by_kind, run_clients, timed, Outcome, Ran};
+use crate::session::{read_phase, write_phase, Session};
 use crate::workload::{
-    Key, Workload, BATCH_LEN, KEY_LEN, RANGE_LEN, THREAD_PUTS, VALUE_LEN, WRITE_THREADS,
+    Key, Value, Workload, BATCH_LEN, KEY_LEN, RANGE_LEN, READ_THREADS, THREAD_PUTS, VALUE_LEN,
+    WRITE_THREADS,
 };
 
-/// The phases, in the order they run.
-pub const PHASES: [&str; 8] = [
-    "bulk-load",
-    "put-durable",
-    "batch-durable",
-    "put-durable-4-threads",
-    "read",
-    "range",
-    "delete-half",
-    "read-2-threads",
+/// The phases, in the order they run, with their client threads.
+pub const PHASES: [(&str, usize); 8] = [
+    ("bulk-load", 1),
+    ("put-durable", 1),
+    ("batch-durable", 1),
+    ("put-durable-4-threads", WRITE_THREADS),
+    ("read", 1),
+    ("range", 1),
+    ("delete-half", 1),
+    ("read-2-threads", READ_THREADS),
 ];
 
-/// What one phase measured.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    Done {
-        ops: usize,
-        seconds: f64,
-        /// Device bytes written ÷ user bytes written; `None` for reads.
-        wa: Option<f64>,
-    },
-    Failed(String),
-    Skipped(String),
-}
-
-/// Runs every phase on `engine` in order; after a failure the rest are
-/// skipped, as they would measure a store in an unknown state.
-pub fn run(engine: &mut dyn Engine, w: &Workload, mut report: impl FnMut(&str, Outcome)) {
+/// Runs every phase in order; after a failure the rest are skipped, as
+/// they would measure a store in an unknown state.
+pub fn run(session: &mut Session, w: &Workload, mut report: impl FnMut(&str, usize, Outcome)) {
     let mut failed = false;
-    for phase in PHASES {
+    for (phase, threads) in PHASES {
         if failed {
-            report(phase, Outcome::Skipped("an earlier phase failed".into()));
+            report(
+                phase,
+                threads,
+                Outcome::Skipped("an earlier phase failed".into()),
+            );
             continue;
         }
-        let outcome = match phase {
-            "read-2-threads" => match (engine.reader(), engine.reader()) {
-                (Ok(a), Ok(b)) => timed(None, || two_threads(a, b, w)),
-                (Err(e), _) | (_, Err(e)) => Outcome::Skipped(format!("no shared reader: {e}")),
-            },
-            "put-durable-4-threads" => {
-                match (0..WRITE_THREADS).map(|_| engine.writer()).collect() {
-                    Ok(ws) => timed(Some(w.threaded.len() * PAIR), || parallel_puts(ws, w)),
-                    Err(e) => Outcome::Skipped(format!("no shared writer: {e}")),
-                }
-            }
-            _ => run_one(engine, phase, w),
-        };
-        failed = matches!(outcome, Outcome::Failed(_));
-        report(phase, outcome);
+        let outcome = run_one(session, phase, w);
+        failed = matches!(outcome, Outcome::Failed(_) | Outcome::Skipped(_));
+        report(phase, threads, outcome);
     }
 }
 
-const PAIR: usize = KEY_LEN + VALUE_LEN;
+const PAIR: u64 = (KEY_LEN + VALUE_LEN) as u64;
 
-fn run_one(engine: &mut dyn Engine, phase: &str, w: &Workload) -> Outcome {
+type Timed = Result<(usize, f64, Vec<(&'static str, Latency)>)>;
+
+fn run_one(s: &mut Session, phase: &str, w: &Workload) -> Outcome {
+    let pairs = |n: usize| n as u64 * PAIR;
+    let wrote = |bytes: u64, t: Timed| t.map(|(o, secs, l)| Ran::reads(o, secs, l).writes(bytes));
+    let read = |t: Timed| t.map(|(o, secs, l)| Ran::reads(o, secs, l));
     match phase {
-        "bulk-load" => timed(Some(w.loaded.len() * PAIR), || {
-            engine.write_batch(&w.loaded).map(|()| w.loaded.len())
+        "bulk-load" => write_phase(s, |e| {
+            let batch = refs(&w.loaded);
+            let t = one_op("batch", || e.write_batch(&batch)).map(|(_, t, l)| (batch.len(), t, l));
+            wrote(pairs(w.loaded.len()), t)
         }),
-        "put-durable" => timed(Some(w.puts.len() * PAIR), || {
-            w.puts.iter().try_for_each(|(k, v)| engine.put(k, v))?;
-            Ok(w.puts.len())
+        "put-durable" => write_phase(s, |e| {
+            wrote(pairs(w.puts.len()), clients(e, 1, |_, c| puts(c, &w.puts)))
         }),
-        "batch-durable" => timed(Some(w.batched.len() * PAIR), || {
-            for chunk in w.batched.chunks(BATCH_LEN) {
-                engine.write_batch(chunk)?;
-            }
-            Ok(w.batched.len())
+        "batch-durable" => write_phase(s, |e| wrote(pairs(w.batched.len()), batches(e, w))),
+        "put-durable-4-threads" => write_phase(s, |e| {
+            let t = clients(e, WRITE_THREADS, |t, c| {
+                puts(c, &w.threaded[t * THREAD_PUTS..(t + 1) * THREAD_PUTS])
+            });
+            wrote(pairs(w.threaded.len()), t)
         }),
-        "read" => match engine.reader() {
-            Ok(r) => timed(None, || point_reads(r, &w.reads, w)),
-            Err(e) => Outcome::Failed(e.to_string()),
-        },
-        "range" => match engine.reader() {
-            Ok(r) => timed(None, || ranges(r, w)),
-            Err(e) => Outcome::Failed(e.to_string()),
-        },
-        "delete-half" => {
-            let gone = w.deleted();
-            timed(Some(gone.len() * KEY_LEN), || {
-                engine.delete_batch(gone).map(|()| gone.len())
-            })
-        }
+        "read" => read_phase(s, |e| read(clients(e, 1, |_, c| gets(c, &w.reads, w)))),
+        "range" => read_phase(s, |e| read(clients(e, 1, |_, c| ranges(c, w)))),
+        "delete-half" => write_phase(s, |e| {
+            let keys: Vec<&[u8]> = w.deleted().iter().map(|(k, _)| &k[..]).collect();
+            let t = one_op("batch", || e.delete_batch(&keys)).map(|(_, t, l)| (keys.len(), t, l));
+            wrote((keys.len() * KEY_LEN) as u64, t)
+        }),
+        "read-2-threads" => read_phase(s, |e| {
+            read(clients(e, READ_THREADS, |t, c| {
+                gets(c, &w.parallel_reads[t], w)
+            }))
+        }),
         other => unreachable!("unknown phase {other}"),
     }
 }
 
-/// Times `f` (which returns its operation count) and the device bytes it
-/// caused; `user_bytes` is what the phase asked to write.
-fn timed(user_bytes: Option<usize>, f: impl FnOnce() -> Result<usize>) -> Outcome {
-    let before = written_bytes();
-    let start = Instant::now();
-    // An engine that panics fails its phase; the run goes on with the next engine.
-    let ops = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(Ok(ops)) => ops,
-        Ok(Err(e)) => return Outcome::Failed(e.to_string()),
-        Err(p) => return Outcome::Failed(format!("panicked: {}", panic_message(&p))),
-    };
-    let seconds = start.elapsed().as_secs_f64();
-    let wa = match (user_bytes, before, written_bytes()) {
-        (Some(user), Ok(b), Ok(a)) => Some(a.saturating_sub(b) as f64 / user as f64),
-        (Some(_), Err(e), _) | (Some(_), _, Err(e)) => return Outcome::Failed(e.to_string()),
-        (None, ..) => None,
-    };
-    Outcome::Done { ops, seconds, wa }
+fn refs(pairs: &[(Key, Value)]) -> Vec<Pair<'_>> {
+    pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect()
 }
 
-fn key(w: &Workload, i: u32) -> &Key {
-    &w.loaded[i as usize].0
+/// One timed operation (a whole batch).
+fn one_op(kind: &'static str, f: impl FnOnce() -> Result<()>) -> Timed {
+    let mut lat = Latency::default();
+    let start = Instant::now();
+    timed(&mut lat, f)?;
+    Ok((1, start.elapsed().as_secs_f64(), vec![(kind, lat)]))
+}
+
+/// `work` on `threads` client threads: operations, seconds, latencies.
+fn clients(
+    e: &dyn Engine,
+    threads: usize,
+    work: impl Fn(usize, &mut dyn Client) -> Result<(usize, Latency)> + Sync,
+) -> Timed {
+    let (per_thread, seconds) = run_clients(e, threads, |t, c| {
+        let (n, lat) = work(t, c)?;
+        Ok((n, vec![("op", lat)]))
+    })?;
+    let ops = per_thread.iter().map(|(n, _)| n).sum();
+    let lats: Vec<_> = per_thread.into_iter().map(|(_, l)| l).collect();
+    Ok((ops, seconds, merge_by_kind(&lats)))
+}
+
+fn batches(e: &mut dyn Engine, w: &Workload) -> Timed {
+    let mut lat = Latency::default();
+    let start = Instant::now();
+    for chunk in w.batched.chunks(BATCH_LEN) {
+        let batch = refs(chunk);
+        timed(&mut lat, || e.write_batch(&batch))?;
+    }
+    Ok((
+        w.batched.len(),
+        start.elapsed().as_secs_f64(),
+        vec![("batch", lat)],
+    ))
+}
+
+/// Each pair written and synced on its own.
+fn puts(c: &mut dyn Client, pairs: &[(Key, Value)]) -> Result<(usize, Latency)> {
+    let mut lat = Latency::default();
+    for (k, v) in pairs {
+        timed(&mut lat, || c.put(k, v))?;
+    }
+    Ok((pairs.len(), lat))
 }
 
 /// Gets every key in `which`; each must be there with its whole value.
-fn point_reads(mut r: Box<dyn Reader + '_>, which: &[u32], w: &Workload) -> Result<usize> {
+fn gets(c: &mut dyn Client, which: &[u32], w: &Workload) -> Result<(usize, Latency)> {
+    let mut lat = Latency::default();
     for &i in which {
-        match r.get(key(w, i))? {
+        match timed(&mut lat, || c.get(&w.loaded[i as usize].0))? {
             Some(VALUE_LEN) => {}
             other => {
                 return Err(format!("key #{i}: expected {VALUE_LEN} bytes, got {other:?}").into())
             }
         }
     }
-    Ok(which.len())
+    Ok((which.len(), lat))
 }
 
 /// `RANGE_LEN` pairs from each start key; the start key itself is there,
 /// so each range returns at least one pair.
-fn ranges(mut r: Box<dyn Reader + '_>, w: &Workload) -> Result<usize> {
+fn ranges(c: &mut dyn Client, w: &Workload) -> Result<(usize, Latency)> {
+    let mut lat = Latency::default();
     for &i in &w.range_starts {
-        let n = r.range(key(w, i), RANGE_LEN)?;
+        let n = timed(&mut lat, || c.range(&w.loaded[i as usize].0, RANGE_LEN))?;
         if !(1..=RANGE_LEN).contains(&n) {
             return Err(format!("range from key #{i} returned {n} pairs").into());
         }
     }
-    Ok(w.range_starts.len())
-}
-
-/// Each thread reads its own list of surviving keys with its own reader.
-fn two_threads(a: Box<dyn Reader + '_>, b: Box<dyn Reader + '_>, w: &Workload) -> Result<usize> {
-    let [ra, rb] = [&w.parallel_reads[0], &w.parallel_reads[1]];
-    std::thread::scope(|s| {
-        let ta = s.spawn(|| point_reads(a, ra, w));
-        let tb = s.spawn(|| point_reads(b, rb, w));
-        let (na, nb) = (join(ta)?, join(tb)?);
-        Ok(na + nb)
-    })
-}
-
-/// Each thread makes its own `THREAD_PUTS` pairs durable one at a time.
-fn parallel_puts(writers: Vec<Box<dyn Writer + '_>>, w: &Workload) -> Result<usize> {
-    std::thread::scope(|s| {
-        let threads: Vec<_> = writers
-            .into_iter()
-            .zip(w.threaded.chunks(THREAD_PUTS))
-            .map(|(mut wr, pairs)| {
-                s.spawn(move || {
-                    pairs.iter().try_for_each(|(k, v)| wr.put(k, v))?;
-                    Ok(pairs.len())
-                })
-            })
-            .collect();
-        threads.into_iter().map(join).sum()
-    })
-}
-
-fn join(h: std::thread::ScopedJoinHandle<'_, Result<usize>>) -> Result<usize> {
-    h.join().map_err(|_| "a reader thread panicked")?
-}
-
-pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".into())
+    Ok((w.range_starts.len(), lat))
 }

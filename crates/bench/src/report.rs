@@ -1,68 +1,146 @@
-//! Result rows, their median over repeats, and the table for people.
+//! Result rows (one JSON object each), and their median over repeats.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::latency::Latency;
 use crate::measure::DirSize;
-use crate::phases::{Outcome, PHASES};
+use crate::outcome::Outcome;
 
-/// One measurement: a phase of an engine, or (phase "size") its disk use.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One measurement: a phase or workload of an engine ("all" its
+/// operations, or one operation type), its disk use ("size") or its
+/// process ("process": peak RSS, cgroup).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Row {
     pub engine: String,
+    /// "phases" or "ycsb".
+    pub suite: String,
+    /// YCSB: "memory" (the engines' defaults) or "larger" (data about 4×
+    /// the cache budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<String>,
     pub phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
+    /// "all", or an operation type of a mixed workload.
+    pub op: String,
     pub ops_per_s: Option<f64>,
-    /// Device bytes written ÷ user key+value bytes; null for reads.
+    /// Device bytes written during the phase ÷ user key+value bytes.
     pub wa: Option<f64>,
+    /// Device bytes of the phase plus its close and reopen ÷ user bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wa_close: Option<f64>,
     pub seconds: Option<f64>,
-    pub ops: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_seconds: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocated_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apparent_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The engine's process: its peak resident memory (`VmHWM`)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+    /// ...and what the harness held before the engine opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_rss_bytes: Option<u64>,
+    /// Peak memory of the run's cgroup (process and page cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_peak_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+    /// Why the phase stopped before all its operations (its time limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
     /// How many runs the numbers are the median of.
     pub repeats: usize,
 }
 
+/// Where rows come from: the engine, the suite and the scale.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub engine: String,
+    pub suite: &'static str,
+    pub scale: Option<String>,
+}
+
 pub const SIZE: &str = "size";
+pub const PROCESS: &str = "process";
 
-impl Row {
-    fn new(engine: &str, phase: &str) -> Row {
+impl Ctx {
+    pub fn row(&self, phase: &str, threads: Option<usize>) -> Row {
         Row {
-            engine: engine.into(),
+            engine: self.engine.clone(),
+            suite: self.suite.into(),
+            scale: self.scale.clone(),
             phase: phase.into(),
-            ops_per_s: None,
-            wa: None,
-            seconds: None,
-            ops: None,
-            allocated_bytes: None,
-            apparent_bytes: None,
-            error: None,
-            skipped: None,
+            threads,
+            op: "all".into(),
             repeats: 1,
+            ..Row::default()
         }
     }
 
-    pub fn phase(engine: &str, phase: &str, outcome: Outcome) -> Row {
-        let mut r = Row::new(engine, phase);
-        match outcome {
-            Outcome::Done { ops, seconds, wa } => {
-                r.ops = Some(ops);
-                r.seconds = Some(seconds);
-                r.ops_per_s = Some(ops as f64 / seconds.max(1e-9));
-                r.wa = wa;
+    /// The phase's row ("all" its operations), then one per operation
+    /// type when it mixes several.
+    pub fn outcome(&self, phase: &str, threads: usize, outcome: Outcome) -> Vec<Row> {
+        let mut r = self.row(phase, Some(threads));
+        let m = match outcome {
+            Outcome::Done(m) => m,
+            Outcome::Failed(e) => {
+                return vec![Row {
+                    error: Some(e),
+                    ..r
+                }]
             }
-            Outcome::Failed(e) => r.error = Some(e),
-            Outcome::Skipped(why) => r.skipped = Some(why),
+            Outcome::Skipped(why) => {
+                return vec![Row {
+                    skipped: Some(why),
+                    ..r
+                }]
+            }
+        };
+        r.ops = Some(m.ops as u64);
+        r.seconds = Some(m.seconds);
+        r.stopped = m.stopped;
+        r.ops_per_s = Some(m.ops as f64 / m.seconds.max(1e-9));
+        if let Some((device, user)) = m.written {
+            let user = user.max(1) as f64;
+            r.wa = Some(device as f64 / user);
+            r.wa_close = m.closed.map(|c| (device + c.bytes) as f64 / user);
+            r.close_seconds = m.closed.map(|c| c.seconds);
         }
-        r
+        let mut all = Latency::default();
+        for (_, l) in &m.latency {
+            all.merge(l);
+        }
+        set_percentiles(&mut r, &all);
+        let mut rows = vec![r];
+        if m.latency.len() > 1 {
+            for (kind, l) in &m.latency {
+                let mut k = self.row(phase, Some(threads));
+                k.op = (*kind).into();
+                k.ops = Some(l.count());
+                set_percentiles(&mut k, l);
+                rows.push(k);
+            }
+        }
+        rows
     }
 
-    pub fn size(engine: &str, size: Result<DirSize, String>) -> Row {
-        let mut r = Row::new(engine, SIZE);
+    pub fn size(&self, size: Result<DirSize, String>) -> Row {
+        let mut r = self.row(SIZE, None);
         match size {
             Ok(s) => {
                 r.allocated_bytes = Some(s.allocated);
@@ -72,29 +150,50 @@ impl Row {
         }
         r
     }
+}
 
-    pub fn skipped(engine: &str, phase: &str, why: &str) -> Row {
-        let mut r = Row::new(engine, phase);
-        r.skipped = Some(why.into());
-        r
+fn set_percentiles(r: &mut Row, l: &Latency) {
+    if let Some(p) = l.percentiles() {
+        r.p50_us = Some(p.p50_us);
+        r.p99_us = Some(p.p99_us);
+        r.p999_us = Some(p.p999_us);
+        r.max_us = Some(p.max_us);
     }
 }
 
-/// One row per (engine, phase) in first-seen order: a failure in any run
-/// wins, then a skip, else the median of each number over the runs.
+type Key<'a> = (
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+    Option<usize>,
+    &'a str,
+);
+
+fn key(r: &Row) -> Key<'_> {
+    (
+        &r.engine,
+        &r.suite,
+        r.scale.as_deref(),
+        &r.phase,
+        r.threads,
+        &r.op,
+    )
+}
+
+/// One row per (engine, suite, scale, phase, threads, op) in first-seen
+/// order: a failure in any run wins, then a skip, else the median of each
+/// number over the runs.
 pub fn medians(rows: &[Row]) -> Vec<Row> {
-    let mut keys: Vec<(&str, &str)> = Vec::new();
+    let mut keys: Vec<Key<'_>> = Vec::new();
     for r in rows {
-        if !keys.contains(&(&r.engine, &r.phase)) {
-            keys.push((&r.engine, &r.phase));
+        if !keys.contains(&key(r)) {
+            keys.push(key(r));
         }
     }
     keys.into_iter()
-        .map(|(e, p)| {
-            let runs: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.engine == e && r.phase == p)
-                .collect();
+        .map(|k| {
+            let runs: Vec<&Row> = rows.iter().filter(|r| key(r) == k).collect();
             combine(&runs)
         })
         .collect()
@@ -105,15 +204,27 @@ fn combine(runs: &[&Row]) -> Row {
     let pick = pick.or_else(|| runs.iter().find(|r| r.skipped.is_some()));
     let mut out = (*pick.unwrap_or(&runs[0])).clone();
     out.repeats = runs.len();
-    if pick.is_none() {
-        out.ops_per_s = median(runs.iter().map(|r| r.ops_per_s));
-        out.wa = median(runs.iter().map(|r| r.wa));
-        out.seconds = median(runs.iter().map(|r| r.seconds));
-        out.allocated_bytes =
-            median(runs.iter().map(|r| r.allocated_bytes.map(|b| b as f64))).map(|b| b as u64);
-        out.apparent_bytes =
-            median(runs.iter().map(|r| r.apparent_bytes.map(|b| b as f64))).map(|b| b as u64);
+    if pick.is_some() {
+        return out;
     }
+    let f = |get: fn(&Row) -> Option<f64>| median(runs.iter().map(|r| get(r)));
+    let u = |get: fn(&Row) -> Option<u64>| {
+        median(runs.iter().map(|r| get(r).map(|b| b as f64))).map(|b| b as u64)
+    };
+    out.ops_per_s = f(|r| r.ops_per_s);
+    out.wa = f(|r| r.wa);
+    out.wa_close = f(|r| r.wa_close);
+    out.seconds = f(|r| r.seconds);
+    out.p50_us = f(|r| r.p50_us);
+    out.p99_us = f(|r| r.p99_us);
+    out.p999_us = f(|r| r.p999_us);
+    out.max_us = f(|r| r.max_us);
+    out.close_seconds = f(|r| r.close_seconds);
+    out.allocated_bytes = u(|r| r.allocated_bytes);
+    out.apparent_bytes = u(|r| r.apparent_bytes);
+    out.peak_rss_bytes = u(|r| r.peak_rss_bytes);
+    out.harness_rss_bytes = u(|r| r.harness_rss_bytes);
+    out.cgroup_peak_bytes = u(|r| r.cgroup_peak_bytes);
     out
 }
 
@@ -124,145 +235,65 @@ fn median(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     v.get(v.len().saturating_sub(1) / 2).copied()
 }
 
-fn label(phase: &str) -> &'static str {
-    match phase {
-        "bulk-load" => "bulk load, one batch",
-        "put-durable" => "500 individual durable puts",
-        "batch-durable" => "50 durable batches of 1,000",
-        "put-durable-4-threads" => "1,000 durable puts, 4 threads",
-        "read" => "random point reads",
-        "range" => "10-key ranges from a random key",
-        "delete-half" => "delete half the keys, one batch",
-        "read-2-threads" => "random reads, 2 threads",
-        _ => "file size after (allocated, apparent)",
-    }
-}
-
-/// A Markdown table, phases down and engines across, then the reasons for
-/// any failed or skipped cell.
-pub fn table(rows: &[Row], engines: &[&str]) -> String {
-    let mut s = format!(
-        "| phase | {} |\n|---|{}\n",
-        engines.join(" | "),
-        "---|".repeat(engines.len())
-    );
-    let mut notes = Vec::new();
-    for phase in PHASES.iter().chain([&SIZE]) {
-        s += &format!("| {} |", label(phase));
-        for e in engines {
-            let cell = match rows.iter().find(|r| r.engine == *e && r.phase == *phase) {
-                Some(r) => cell(r, &mut notes),
-                None => "–".into(),
-            };
-            s += &format!(" {cell} |");
-        }
-        s.push('\n');
-    }
-    for (i, n) in notes.iter().enumerate() {
-        s += &format!("\n[{}] {n}", i + 1);
-    }
-    s
-}
-
-fn cell(r: &Row, notes: &mut Vec<String>) -> String {
-    if let Some(why) = r.error.as_ref().or(r.skipped.as_ref()) {
-        let what = if r.error.is_some() {
-            "error"
-        } else {
-            "skipped"
-        };
-        notes.push(format!("{} {}: {what}: {why}", r.engine, r.phase));
-        return format!("{what} [{}]", notes.len());
-    }
-    if let (Some(a), Some(p)) = (r.allocated_bytes, r.apparent_bytes) {
-        return format!("{} ({})", bytes(a), bytes(p));
-    }
-    let mut c = r.ops_per_s.map(rate).unwrap_or_default();
-    if let Some(wa) = r.wa {
-        c += &format!(", WA {}", sig(wa));
-    }
-    if r.seconds.is_some_and(|s| s >= 10.0) {
-        c += &format!(" ({:.0} s)", r.seconds.unwrap_or_default());
-    }
-    c
-}
-
-fn rate(ops: f64) -> String {
-    match ops {
-        x if x >= 1e6 => format!("{}M/s", sig(x / 1e6)),
-        x if x >= 1e3 => format!("{}k/s", sig(x / 1e3)),
-        x => format!("{}/s", sig(x)),
-    }
-}
-
-fn bytes(b: u64) -> String {
-    let b = b as f64;
-    match b {
-        x if x >= 1e9 => format!("{} GB", sig(x / 1e9)),
-        x if x >= 1e6 => format!("{} MB", sig(x / 1e6)),
-        x => format!("{} kB", sig(x / 1e3)),
-    }
-}
-
-/// Two or three significant digits, as a table needs.
-fn sig(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::{Closed, Measured};
 
-    fn done(engine: &str, ops_per_s: f64) -> Row {
-        let outcome = Outcome::Done {
-            ops: 100,
-            seconds: 100.0 / ops_per_s,
-            wa: Some(ops_per_s),
+    fn done(ops_per_s: f64, closed_bytes: u64) -> Vec<Row> {
+        let mut read = Latency::default();
+        read.record(2_000);
+        let mut update = Latency::default();
+        update.record(300_000);
+        update.record(500_000);
+        let m = Measured {
+            ops: 3,
+            seconds: 3.0 / ops_per_s,
+            written: Some((1000, 500)),
+            closed: Some(Closed {
+                bytes: closed_bytes,
+                seconds: 0.5,
+            }),
+            latency: vec![("read", read), ("update", update)],
+            stopped: None,
         };
-        Row::phase(engine, "bulk-load", outcome)
+        let ctx = Ctx {
+            engine: "a".into(),
+            suite: "ycsb",
+            scale: Some("memory".into()),
+        };
+        ctx.outcome("A", 4, Outcome::Done(m))
     }
 
     #[test]
-    fn median_per_engine_and_failure_wins() {
-        let rows = [
-            done("a", 3.0),
-            done("b", 5.0),
-            done("a", 1.0),
-            done("a", 2.0),
-        ];
+    fn a_mixed_phase_has_an_all_row_and_one_per_type() {
+        let rows = done(10.0, 250);
+        assert_eq!(rows.len(), 3);
+        let all = &rows[0];
+        assert_eq!(
+            (all.op.as_str(), all.ops, all.threads),
+            ("all", Some(3), Some(4))
+        );
+        assert_eq!((all.wa, all.wa_close), (Some(2.0), Some(2.5)));
+        assert!((all.p50_us.unwrap() - 300.0).abs() < 1.0, "{all:?}");
+        assert!((all.max_us.unwrap() - 500.0).abs() < 1.0, "{all:?}");
+        assert_eq!((rows[1].op.as_str(), rows[1].ops), ("read", Some(1)));
+        assert!((rows[1].p99_us.unwrap() - 2.0).abs() < 0.01);
+        assert_eq!(rows[2].ops_per_s, None);
+        let json = serde_json::to_string(all).unwrap();
+        let back: Row = serde_json::from_str(&json).unwrap();
+        assert_eq!(&back, all);
+    }
+
+    #[test]
+    fn median_per_key_and_failure_wins() {
+        let mut rows: Vec<Row> = [3.0, 1.0, 2.0].iter().flat_map(|&x| done(x, 0)).collect();
         let m = medians(&rows);
-        assert_eq!(m.len(), 2);
-        assert_eq!(
-            (m[0].ops_per_s, m[0].wa, m[0].repeats),
-            (Some(2.0), Some(2.0), 3)
-        );
-        assert_eq!(m[1].ops_per_s, Some(5.0));
-        let failed = Row::phase("a", "bulk-load", Outcome::Failed("boom".into()));
-        let m = medians(&[done("a", 3.0), failed]);
-        assert_eq!((m[0].error.as_deref(), m[0].repeats), (Some("boom"), 2));
-    }
-
-    #[test]
-    fn table_has_a_cell_per_engine_and_notes_for_failures() {
-        let rows = [
-            done("a", 58_123.0),
-            Row::skipped("b", "bulk-load", "not built"),
-        ];
-        let t = table(&rows, &["a", "b"]);
-        assert!(
-            t.contains("| bulk load, one batch | 58.1k/s, WA 58123 | skipped [1] |"),
-            "{t}"
-        );
-        assert!(t.contains("[1] b bulk-load: skipped: not built"), "{t}");
-        assert_eq!(
-            t.lines().filter(|l| l.starts_with("| ")).count(),
-            2 + PHASES.len()
-        );
+        assert_eq!(m.len(), 3);
+        assert_eq!((m[0].ops_per_s, m[0].repeats), (Some(2.0), 3));
+        rows[3].error = Some("boom".into());
+        let m = medians(&rows);
+        assert_eq!((m[0].error.as_deref(), m[0].repeats), (Some("boom"), 3));
+        assert_eq!(m[1].error, None);
     }
 }

@@ -158,8 +158,9 @@ fn text(a: &Advice, o: &AdviceOptions) -> String {
     }
     let io = IoProfile::from(a);
     format!(
-        "{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\nEngine: Options::builder().io_profile(IoProfile {{ scan_read_bytes: {}, seq_write_bytes: {}, breakeven_fraction: {:.4} }})\n",
+        "{}{}\nScan versus random: reading more than {:.1} % of a file's {} pages at random costs more than reading the whole file sequentially.\n  {}\nFive-minute rule: cache a {} page in RAM if it is used at least once every {:.0} s (device ${:.0}, RAM ${:.2}/GiB).\n  {}\nEngine: Options::builder().io_profile(IoProfile {{ scan_read_bytes: {}, seq_write_bytes: {}, breakeven_fraction: {:.4} }})\n",
         t.text(),
+        for_file(a, o),
         a.breakeven_fraction * 100.0,
         size_label(o.page_size),
         a.breakeven_formula,
@@ -172,4 +173,22 @@ fn text(a: &Advice, o: &AdviceOptions) -> String {
         io.seq_write_bytes,
         io.breakeven_fraction,
     )
+}
+
+/// Algorithm 1 with the file size (seed 000's future direction), when the
+/// advice is for a file of --file-size.
+fn for_file(a: &Advice, o: &AdviceOptions) -> String {
+    let Some(size) = o.file_size else {
+        return String::new();
+    };
+    let mut s = format!(
+        "Algorithm 1 with the file size ({}), from seed 000's Experiment 2 on its drives:\n",
+        size_label(size)
+    );
+    for p in &a.patterns {
+        if let (Some(b), Some(why)) = (p.algorithm1_file_block_size, &p.algorithm1_file_why) {
+            s.push_str(&format!("  {} {}: {why}\n", p.pattern, size_label(b)));
+        }
+    }
+    s
 }

@@ -10,6 +10,7 @@ mod hybrid;
 mod kv;
 mod lab;
 mod profile;
+mod profile_cache;
 mod profile_path;
 mod progress;
 mod replay;
@@ -36,6 +37,19 @@ enum Command {
     /// Run the lab: reproduce the seed documents' experiments on the built-in
     /// emulated devices, print a summary and write results/ (JSON, CSV,
     /// Markdown, SVG plots).
+    ///
+    /// With no experiment named it runs the six built on the models alone.
+    /// `pgbench` runs only when named (`flashkv lab pgbench [--quick]`): it
+    /// serves each drive over NBD at the model's speed and runs an
+    /// unmodified PostgreSQL and pgbench on it, so it needs root, the
+    /// postgres user, /dev/fuse, PostgreSQL, libnbd's nbdcopy and nbdfuse,
+    /// and fuse2fs (it says what is missing and skips), and takes about 11
+    /// minutes (--quick about 1.5); its figures are wall-clock measurements.
+    ///
+    /// Every experiment is a grid of independent points (--points lists
+    /// them). --shard I/N runs every N-th point, starting with the I-th, and
+    /// writes shard-I-of-N.json to --out; `flashkv lab merge DIR...` then
+    /// writes the results/ a single run would, from the N shard files.
     Lab(lab::LabArgs),
     /// List the device presets and their parameters.
     Devices(devices::DevicesArgs),
@@ -57,19 +71,27 @@ enum Command {
     /// Serve a device preset, spec, hybrid or file over NBD (loopback TCP or
     /// a Unix socket), optionally at the model's real speed.
     ///
-    /// NBD (the Network Block Device protocol, fixed-newstyle, with FLUSH
-    /// and TRIM) lets unmodified programs use the device: qemu-io, qemu-img,
-    /// fio's nbd engine, a VM (`-drive file=nbd:unix:SOCKET,format=raw`) or
-    /// the kernel's nbd-client. A preset, spec or hybrid lives in memory for
-    /// this run only. A missing --file is created at --size with a 4 KiB
-    /// flashkv header that is not exported; an existing file flashkv did not
+    /// NBD (the Network Block Device protocol, fixed-newstyle, with FLUSH,
+    /// FUA, TRIM and WRITE_ZEROES) lets unmodified programs use the device:
+    /// qemu-io, qemu-img, libnbd's nbdinfo, nbdcopy and nbdfuse (which
+    /// shows the export as a file, for mkfs and fuse2fs), fio's nbd engine,
+    /// a VM (`-drive file=nbd:unix:SOCKET,format=raw`) or the kernel's
+    /// nbd-client. A preset, spec or hybrid lives in memory for this run
+    /// only. A missing --file is created at --size with a 4 KiB flashkv
+    /// header that is not exported; an existing file flashkv did not
     /// create, or a block device, is served only with --force. Requests of
-    /// any alignment are served (partial sectors by read-modify-write);
-    /// requests past the end get EINVAL.
+    /// any alignment are served (partial sectors by read-modify-write), so
+    /// the advertised minimum block size is 1 and the preferred one the
+    /// sector (at least 4 KiB); a read or write takes at most 32 MiB, a trim
+    /// or write-zeroes any length. A read or trim past the end gets EINVAL,
+    /// a write ENOSPC; an unknown export name NBD_REP_ERR_UNKNOWN.
     ///
     /// Counters and a latency histogram (the model's service time per
     /// request) are printed on stdout when the server ends (Ctrl-C, SIGTERM,
-    /// or the first client leaving with --once) and on SIGUSR1.
+    /// or the first client leaving with --once) and on SIGUSR1; SIGUSR2
+    /// prints them and starts a new interval (counters and latencies from
+    /// zero; the device's own counters keep counting). A hybrid adds its
+    /// cache counters, and on exit the write-back it still owed the HDD.
     Serve(serve::ServeArgs),
 }
 

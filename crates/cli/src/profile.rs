@@ -24,15 +24,22 @@ use crate::error::{print_json, CliError};
 /// budget of --duration seconds or --ops requests per run. A missing file
 /// is created at --span; an existing file that flashkv did not create, or a
 /// block device, is only read unless --force; a mounted device is never written.
-#[derive(Args)]
+///
+/// --cache cold,hot reads the file (or the start of a simulated drive) with
+/// the cache cold and hot, at each of --file-sizes (seed 002's "Cold
+/// Buffers vs. Hot Buffers"): on a file, cold bypasses the page cache with
+/// O_DIRECT and hot reads the file once through it first, and each row
+/// counts the bytes the kernel read from the device (/proc/self/io); on a
+/// simulated drive the cache is the drive's own (an HDD's read segments).
+#[derive(Args, Clone)]
 #[command(group = clap::ArgGroup::new("target").required(true).args(["device", "spec", "path"]))]
 pub struct ProfileArgs {
     /// A device preset (see `flashkv devices`).
     #[arg(long, value_name = "NAME")]
-    device: Option<String>,
+    pub(crate) device: Option<String>,
     /// A device spec file (TOML; same fields as a preset).
     #[arg(long, value_name = "FILE")]
-    spec: Option<PathBuf>,
+    pub(crate) spec: Option<PathBuf>,
     /// A real file or block device to profile (created at --span if missing).
     #[arg(long, value_name = "FILE_OR_DEVICE")]
     pub(crate) path: Option<PathBuf>,
@@ -68,9 +75,29 @@ pub struct ProfileArgs {
     /// Seed for random offsets: same seed, same numbers.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
+    /// Read with the cache cold, hot or both (cold,hot): cold bypasses the
+    /// page cache (O_DIRECT; where the file system refuses it, the file's
+    /// cached pages are dropped first, with a warning), hot reads the file
+    /// once through it first. Read patterns only (the default patterns
+    /// become sr,rr); no --warmup.
+    #[arg(long, value_delimiter = ',', value_parser = parse_cache)]
+    pub(crate) cache: Vec<flashkv_lab::cache::Cache>,
+    /// File sizes to read within, from the start of the file or drive, e.g.
+    /// 32m,64m,128m,256m,512m,1g,2g (with --cache; the file is laid out at
+    /// the largest) [default: --span].
+    #[arg(long, value_delimiter = ',', value_parser = parse_span, requires = "cache", conflicts_with = "span")]
+    pub(crate) file_sizes: Vec<u64>,
+    /// Also draw the cold and hot curves against the file size as SVG (with --cache).
+    #[arg(long, value_name = "FILE.svg", requires = "cache")]
+    pub(crate) plot: Option<PathBuf>,
     /// Print the rows as JSON on stdout.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+}
+
+fn parse_cache(s: &str) -> Result<flashkv_lab::cache::Cache, String> {
+    flashkv_lab::cache::Cache::parse(s)
+        .ok_or_else(|| format!("unknown cache state '{s}' (cold, hot)"))
 }
 
 fn parse_pattern(s: &str) -> Result<Pattern, String> {
@@ -109,6 +136,9 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
+    if !a.cache.is_empty() {
+        return crate::profile_cache::run(&a);
+    }
     let (rows, title) = match &a.path {
         Some(path) => crate::profile_path::run(&a, path)?,
         None => simulated(&a)?,

@@ -49,7 +49,7 @@ fn growth(path: &Path, span: Option<u64>) -> Result<u64, CliError> {
 
 fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), CliError> {
     check_block_sizes(a, path)?;
-    let target = prepare(a, path)?;
+    let target = prepare(a, path, a.span)?;
     let budget = match (a.ops, a.duration) {
         (Some(n), _) => Budget::Ops(n),
         (None, d) => Budget::Time(Duration::from_secs_f64(d.unwrap_or(DEFAULT_SECONDS))),
@@ -115,10 +115,14 @@ fn check_block_sizes(a: &ProfileArgs, path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Lays out the span to profile, filling what is new once the file
+/// Lays out `span` to profile, filling what is new once the file
 /// system is known to have room, with a progress bar.
-fn prepare(a: &ProfileArgs, path: &Path) -> Result<real::Target, CliError> {
-    let need = growth(path, a.span)?;
+pub(crate) fn prepare(
+    a: &ProfileArgs,
+    path: &Path,
+    span: Option<u64>,
+) -> Result<real::Target, CliError> {
+    let need = growth(path, span)?;
     if need > 0 {
         files::ensure_room("--path", path, need)?;
     }
@@ -136,7 +140,7 @@ fn prepare(a: &ProfileArgs, path: &Path) -> Result<real::Target, CliError> {
     let target = real::prepare_with(
         path,
         &TargetOptions {
-            span: a.span,
+            span,
             writes: a.patterns.iter().any(|p| p.writes()),
             force: a.force,
             direct: true,

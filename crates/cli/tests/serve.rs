@@ -30,9 +30,13 @@ fn requests_round_trip_with_error_replies_and_exact_counters() {
     let server = Server::start(dir.path(), &["--device", "nvme", "--once"]);
     let (mut c, go) = Client::go(&server.socket).unwrap();
     assert_eq!(go.size, 2 << 30, "nvme is 2 GiB");
-    assert_eq!(go.flags, 1 | 4 | 32, "HAS_FLAGS, SEND_FLUSH, SEND_TRIM");
-    let (min, preferred, max) = go.block.expect("block sizes were asked for");
-    assert!(min.is_power_of_two() && preferred >= min && max == 32 << 20);
+    assert_eq!(
+        go.flags,
+        1 | 4 | 8 | 32 | 64,
+        "HAS_FLAGS, SEND_FLUSH, SEND_FUA, SEND_TRIM, SEND_WRITE_ZEROES"
+    );
+    // Any alignment is served, so the minimum is 1.
+    assert_eq!(go.block, Some((1, 4096, 32 << 20)));
 
     let a = pattern(8192, 1);
     assert_eq!(c.write(4096, &a), 0);
@@ -47,24 +51,48 @@ fn requests_round_trip_with_error_replies_and_exact_counters() {
     assert_eq!(c.trim(4096, 4096), 0);
     let (e, got) = c.read(4096, 4096);
     assert_eq!((e, got), (0, vec![0u8; 4096]), "trimmed reads as zeros");
+    // Write-zeroes (trimming, then allocating) and a FUA write; a flag a
+    // command does not take is EINVAL.
+    let z = |c: &mut Client, flags: u16, off: u64, len: u32| {
+        c.cmd_flags(flags, CMD_WRITE_ZEROES, off, len, &[])
+            .unwrap()
+            .0
+    };
+    assert_eq!(z(&mut c, 0, 8192 + 10, 3000), 0);
+    assert_eq!(z(&mut c, FLAG_NO_HOLE | FLAG_FUA, 9000, 100), 0);
+    let (_, got) = c.read(8192, 4096);
+    assert!(got[10..3010].iter().all(|&b| b == 0), "zeroed");
+    assert_eq!(&got[..10], &a[4096..4106], "kept before");
+    assert_eq!(&got[3010..], &a[4096 + 3010..8192], "kept after");
+    assert_eq!(
+        c.cmd_flags(FLAG_FUA, CMD_WRITE, 12288, 512, &[3u8; 512])
+            .unwrap()
+            .0,
+        0
+    );
+    assert_eq!(
+        c.cmd_flags(FLAG_FUA, CMD_READ, 0, 512, &[]).unwrap().0,
+        EINVAL
+    );
+    assert_eq!(z(&mut c, 0, go.size - 512, 1024), ENOSPC);
     // Out of range, past the end, overflowing, unknown: EINVAL, and the
     // connection goes on.
     assert_eq!(c.read(go.size - 512, 4096).0, EINVAL);
-    assert_eq!(c.write(go.size, &[1u8; 512]), EINVAL);
+    assert_eq!(c.write(go.size, &[1u8; 512]), ENOSPC);
     assert_eq!(c.trim(u64::MAX - 100, 4096), EINVAL);
     assert_eq!(c.cmd(9, 0, 0, &[]).unwrap().0, EINVAL);
-    assert_eq!(c.read(9000, 100), (0, a[4904..5004].to_vec()));
+    assert_eq!(c.read(11300, 100), (0, a[7204..7304].to_vec()));
     c.disconnect();
 
     let (r, err) = server.wait();
     assert_eq!(count(&r, "connections"), 1, "{err}");
     assert_eq!(
         (count(&r, "reads"), count(&r, "read_bytes")),
-        (4, 8192 * 2 + 4096 + 100)
+        (5, 8192 * 2 + 4096 * 2 + 100)
     );
     assert_eq!(
         (count(&r, "writes"), count(&r, "write_bytes")),
-        (2, 8192 + 100)
+        (3, 8192 + 100 + 512)
     );
     assert_eq!(
         (
@@ -74,10 +102,11 @@ fn requests_round_trip_with_error_replies_and_exact_counters() {
         ),
         (1, 1, 4096)
     );
-    assert_eq!(count(&r, "errors"), 4);
+    assert_eq!((count(&r, "zeroes"), count(&r, "zero_bytes")), (2, 3100));
+    assert_eq!(count(&r, "errors"), 6);
     assert_eq!(
         r["latency_us"]["count"].as_u64(),
-        Some(8),
+        Some(12),
         "one latency per request served"
     );
     assert_eq!(r["export"], "nvme");
@@ -126,7 +155,8 @@ fn handshake_options_and_malformed_clients() {
     send_option(&mut s, OPT_EXPORT_NAME, b"hdd-7200").unwrap();
     let mut x = [0u8; 134];
     s.read_exact(&mut x).unwrap();
-    assert_eq!(u16::from_be_bytes([x[8], x[9]]), 1 | 4 | 32);
+    // hdd-7200 is rotational.
+    assert_eq!(u16::from_be_bytes([x[8], x[9]]), 1 | 4 | 8 | 16 | 32 | 64);
     assert!(x[10..].iter().all(|&b| b == 0));
     s.write_all(&[0xee; 28]).unwrap();
     assert_closed(&mut s);

@@ -902,8 +902,9 @@ impl BlockFtl {
     /// Starts a command when the device is free; returns when the
     /// controller is done with it.
     fn command(&mut self, at: Nanos, cmd_ns: Nanos, cost: &mut Cost) -> Nanos {
-        self.array.forget_before(at);
         let s = at.max(self.dev_free);
+        // One command at a time: nothing is booked before it starts.
+        self.array.forget_before(s);
         cost.busy(s, s + cmd_ns);
         s + cmd_ns
     }

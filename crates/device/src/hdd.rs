@@ -48,6 +48,18 @@ pub struct HddParams {
     /// Host sector size (default 512).
     #[serde(default = "default_sector", deserialize_with = "de_size")]
     pub sector_size: u64,
+    /// The whole disk's size when the device is a partition of it starting
+    /// at LBA 0 (the outer edge): the zones, cylinders and seek curve are
+    /// the whole disk's, and the host sees only `capacity` bytes of it, so
+    /// random requests within a small partition make short seeks (a short
+    /// stroke) while the spindle still turns at full revolution time.
+    /// Default: the device is the whole disk.
+    #[serde(
+        default,
+        deserialize_with = "de_disk_capacity",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub disk_capacity: Option<u64>,
     /// Recording surfaces; with the track size and capacity it sets the
     /// number of cylinders.
     #[serde(default = "default_heads")]
@@ -80,6 +92,11 @@ pub struct HddParams {
 
 fn default_sector() -> u64 {
     512
+}
+fn de_disk_capacity<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<u64>, D::Error> {
+    de_size(d).map(Some)
 }
 fn default_heads() -> u32 {
     4
@@ -337,6 +354,7 @@ struct Ahead {
 struct Hdd {
     geometry: Geometry,
     sector: u64,
+    /// Sectors of the whole disk (the host sees `geometry.capacity` of them).
     sectors: u64,
     /// Recording zones, outermost (LBA 0) first.
     zones: Vec<Zone>,
@@ -453,7 +471,13 @@ pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
         "hdd: the media rate is too low for one sector per revolution",
     )?;
     let heads = u64::from(p.heads);
-    let sectors = capacity / p.sector_size;
+    // The mechanism is the whole disk's; the host sees the partition at its start.
+    let disk = p.disk_capacity.unwrap_or(capacity);
+    require(
+        disk >= capacity && disk % p.sector_size == 0,
+        "hdd: disk_capacity must be at least capacity and a multiple of sector_size",
+    )?;
+    let sectors = disk / p.sector_size;
     let track_switch = (t2t_ms * 1e6).round() as Nanos;
     let settle = us(p.write_settle_us);
     let (zones, cylinders) = zones::layout(&spts, sectors, heads, rev, track_switch, settle)?;
@@ -1080,6 +1104,45 @@ mod tests {
         let (read_ms, write_ms) = (read as f64 / n as f64 / 1e6, write as f64 / n as f64 / 1e6);
         assert!((read_ms / 12.7 - 1.0).abs() < 0.03, "{read_ms}");
         assert!((write_ms / 13.7 - 1.0).abs() < 0.03, "{write_ms}");
+    }
+
+    /// Mean time of `n` random 4 KiB reads over the device, ms.
+    fn random_read_ms(d: &mut SimDevice, n: u64) -> f64 {
+        let cap = d.geometry().capacity;
+        let mut buf = [0u8; 4096];
+        let mut x = 5u64;
+        let mut total = 0;
+        for _ in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let c = d.read((x >> 16) % (cap / 4096) * 4096, &mut buf).unwrap();
+            total += c.end - c.start;
+        }
+        total as f64 / n as f64 / 1e6
+    }
+
+    #[test]
+    fn a_partition_of_a_large_disk_seeks_short() {
+        // 10,000 rpm: 3 ms average rotational latency; 4.5 ms average seek
+        // over the whole 16 GiB disk, 0.45 ms to the next cylinder.
+        let whole = random_read_ms(&mut dev(""), 2000);
+        let text = "capacity = \"64 MiB\"\n[model]\nkind = \"hdd\"\nrpm = 10000\nseek_avg_ms = 4.5\nmedia_mb_per_s = 80\ndisk_capacity = \"16 GiB\"\n";
+        let short = DeviceSpec::from_toml(text, "p").unwrap();
+        let mut d = SimDevice::new(&short).unwrap();
+        assert_eq!(d.geometry().capacity, 64 << 20);
+        let stroke = random_read_ms(&mut d, 2000);
+        // Whole disk: overhead + seek + half a revolution (0.1 + 4.5 + 3.0).
+        assert!((whole - 7.6).abs() < 0.4, "{whole}");
+        // 64 MiB of 16 GiB spans some 80 of 20,000 cylinders: seeks of a
+        // few cylinders, under a millisecond, and the same half revolution.
+        assert!(stroke > 3.1 && stroke < 4.2, "{stroke}");
+        // The device ends at its capacity, not the disk's.
+        let mut buf = [0u8; 4096];
+        assert!(d.read(64 << 20, &mut buf).is_err());
+        let bad = text.replace("\"16 GiB\"", "\"32 MiB\"");
+        let e = DeviceSpec::from_toml(&bad, "p").unwrap_err().to_string();
+        assert!(e.contains("disk_capacity must be at least capacity"), "{e}");
     }
 
     #[test]

@@ -116,12 +116,89 @@ impl DeviceClass {
     }
 }
 
+/// Seed 000's future direction (section 5.3): Algorithm 1 with the file
+/// size. Its Experiment 2, rerun on the models of the seed's drives
+/// (`flashkv lab seed000`: whole-file sequential passes and random
+/// requests within files of 32 MB to 2 GB), changes the best block with the
+/// file size only for the (class, pattern) listed here, in bands of the
+/// largest file size each answer holds for; for every other pattern of the
+/// disk and the flash drive it finds one block at every file size, and
+/// Algorithm 1's answer stands. Its SSD was not in Experiment 2.
+///
+/// The disk's sequential writes: a whole-file pass ends with the file's
+/// last blocks still in the write cache (16 writes, of any size), which
+/// large blocks make a large share of a small file. crates/lab/tests/seed000.rs
+/// checks this table against Experiment 2.
+pub const FILE_SIZE_RULES: [(DeviceClass, Pattern, Bands); 1] = [(
+    DeviceClass::Hdd,
+    Pattern::SeqWrite,
+    &[
+        (64 << 20, 1 << 20),
+        (128 << 20, 256 << 10),
+        (u64::MAX, 4 << 10),
+    ],
+)];
+
+/// (largest file size, block size) bands, smallest file size first.
+pub type Bands = &'static [(u64, u64)];
+
+/// Experiment 2's file sizes (32 MB to 2 GB).
+pub const FILE_SIZE_RANGE: (u64, u64) = (32 << 20, 2 << 30);
+
+impl DeviceClass {
+    /// Algorithm 1 with the file size: the block size for a file of
+    /// `file_size` bytes, and why (where Experiment 2 shows the file size
+    /// matters, its band; else Algorithm 1's answer and why it stands).
+    pub fn algorithm1_for_file(self, p: Pattern, file_size: u64) -> (u64, String) {
+        let a1 = self.algorithm1(p);
+        let outside = if (FILE_SIZE_RANGE.0..=FILE_SIZE_RANGE.1).contains(&file_size) {
+            ""
+        } else {
+            " (outside Experiment 2's 32M..2G: the nearest size measured)"
+        };
+        if let Some((_, _, bands)) = FILE_SIZE_RULES
+            .iter()
+            .find(|(c, q, _)| *c == self && *q == p)
+        {
+            let (upto, block) = bands
+                .iter()
+                .copied()
+                .find(|&(upto, _)| file_size <= upto)
+                .unwrap_or((u64::MAX, a1));
+            let band = if upto == u64::MAX {
+                format!("above {}", size_label(bands[bands.len() - 2].0))
+            } else {
+                format!("up to {}", size_label(upto))
+            };
+            return (
+                block,
+                format!(
+                    "Experiment 2: the best block changes with the file size; {band}: {}{outside}",
+                    size_label(block)
+                ),
+            );
+        }
+        let why = match (self, p.writes()) {
+            (DeviceClass::Ssd, _) => "the seed's Experiment 2 did not include the SSD: Algorithm 1's answer",
+            (_, true) => "file size does not change it (seed 000: no pattern for writes; Experiment 2 on the models: one block at every file size)",
+            (_, false) => "file size does not change it in the models (Experiment 2: one block at every file size; seed 000 found a pattern for reads, which the models do not reproduce)",
+        };
+        (a1, why.to_string())
+    }
+}
+
 /// The advice for one pattern.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PatternAdvice {
     pub pattern: String,
     pub best_block_size: u64,
     pub algorithm1_block_size: u64,
+    /// Algorithm 1 with the file size ([`DeviceClass::algorithm1_for_file`]),
+    /// when the advice is for a file of a given size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm1_file_block_size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm1_file_why: Option<String>,
     pub mb_per_s: f64,
     /// `None` where the profile has no energy figures (real files).
     pub energy_j_per_gb: Option<f64>,
@@ -261,7 +338,7 @@ pub fn advise(
 
     let patterns = PATTERNS
         .iter()
-        .filter_map(|&p| pattern_advice(of(p).collect(), p, class))
+        .filter_map(|&p| pattern_advice(of(p).collect(), p, class, o.file_size))
         .collect();
     Ok(Advice {
         device,
@@ -278,6 +355,7 @@ fn pattern_advice(
     mut rows: Vec<&ProfileRow>,
     p: Pattern,
     class: DeviceClass,
+    file_size: Option<u64>,
 ) -> Option<PatternAdvice> {
     rows.sort_by_key(|r| r.block_size);
     let top = *rows
@@ -305,10 +383,13 @@ fn pattern_advice(
     // µJ per request over bytes per request, in J per 10^9 bytes.
     let energy =
         (best.energy_uj_per_op > 0.0).then(|| best.energy_uj_per_op * 1e3 / best.block_size as f64);
+    let for_file = file_size.map(|f| class.algorithm1_for_file(p, f));
     Some(PatternAdvice {
         pattern: p.code().to_string(),
         best_block_size: best.block_size,
         algorithm1_block_size: class.algorithm1(p),
+        algorithm1_file_block_size: for_file.as_ref().map(|f| f.0),
+        algorithm1_file_why: for_file.map(|f| f.1),
         mb_per_s: best.mb_per_s,
         energy_j_per_gb: energy,
         mean_latency_us: best.mean_latency_us,
@@ -385,11 +466,47 @@ mod tests {
             erases: 0,
         };
         let rows = [row(4096, 10.0), row(65536, 95.0), row(1 << 20, 100.0)];
-        let a = pattern_advice(rows.iter().collect(), Pattern::SeqRead, DeviceClass::Hdd).unwrap();
+        let a = pattern_advice(
+            rows.iter().collect(),
+            Pattern::SeqRead,
+            DeviceClass::Hdd,
+            None,
+        )
+        .unwrap();
         assert_eq!((a.best_block_size, a.algorithm1_block_size), (65536, 65536));
         assert!(a.why.contains("95 % of the top"), "{}", a.why);
         // 2 µJ per 64 KiB = 2e-6 J / 65536 B = 0.0305 J per 10^9 B.
         assert!((a.energy_j_per_gb.unwrap() - 2e-6 / 65536.0 * 1e9).abs() < 1e-9);
+    }
+
+    #[test]
+    fn algorithm1_takes_the_file_size_where_experiment_2_found_it_matters() {
+        let (b, why) = DeviceClass::Hdd.algorithm1_for_file(Pattern::SeqWrite, 32 << 20);
+        assert_eq!(b, 1 << 20);
+        assert!(why.contains("up to 64M"), "{why}");
+        let (b, why) = DeviceClass::Hdd.algorithm1_for_file(Pattern::SeqWrite, 100 << 20);
+        assert_eq!((b, why.contains("up to 128M")), (256 << 10, true), "{why}");
+        let (b, why) = DeviceClass::Hdd.algorithm1_for_file(Pattern::SeqWrite, 8 << 30);
+        assert_eq!(b, 4 << 10);
+        assert!(
+            why.contains("above 128M") && why.contains("outside"),
+            "{why}"
+        );
+        // Elsewhere Algorithm 1's answer stands, with why.
+        for class in [DeviceClass::Hdd, DeviceClass::FlashDrive, DeviceClass::Ssd] {
+            for p in PATTERNS {
+                let (b, why) = class.algorithm1_for_file(p, 512 << 20);
+                if (class, p) != (DeviceClass::Hdd, Pattern::SeqWrite) {
+                    assert_eq!(b, class.algorithm1(p), "{class:?} {p}");
+                    assert!(
+                        why.contains("Algorithm 1") || why.contains("does not change"),
+                        "{why}"
+                    );
+                }
+            }
+        }
+        let (_, why) = DeviceClass::FlashDrive.algorithm1_for_file(Pattern::SeqWrite, 1 << 30);
+        assert!(why.contains("no pattern for writes"), "{why}");
     }
 
     #[test]

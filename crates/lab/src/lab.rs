@@ -47,6 +47,9 @@ pub struct Section {
 /// The experiments `flashkv lab` knows, in the order it runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Experiment {
+    /// Seed 000's drives: Experiment 1 beside Tables 3.2 and 3.3,
+    /// Experiment 2 (file size), seed 002's cold and hot caches.
+    Seed000,
     /// Seed 004's random-I/O tables on the device presets.
     Seed004,
     /// Seed 001's in-page logging evaluation, and beyond it.
@@ -59,10 +62,14 @@ pub enum Experiment {
     Hybrid,
     /// Simulator speed and memory on 64 GiB to 4 TiB devices.
     SimScale,
+    /// Unmodified PostgreSQL (pgbench) on drives served over NBD: run only
+    /// when named, it needs root, FUSE and PostgreSQL.
+    Pgbench,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
+        Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
@@ -71,31 +78,46 @@ impl Experiment {
         Experiment::SimScale,
     ];
 
+    /// Every experiment: the default run, then those run only when named.
+    pub const KNOWN: [Experiment; 7] = [
+        Experiment::Seed004,
+        Experiment::Ipl,
+        Experiment::Buffer,
+        Experiment::Advisor,
+        Experiment::Hybrid,
+        Experiment::SimScale,
+        Experiment::Pgbench,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
+            Experiment::Seed000 => "seed000",
             Experiment::Seed004 => "seed004",
             Experiment::Advisor => "advisor",
             Experiment::Ipl => "ipl",
             Experiment::Buffer => "buffer",
             Experiment::Hybrid => "hybrid",
             Experiment::SimScale => "sim-scale",
+            Experiment::Pgbench => "pgbench",
         }
     }
 
     /// The experiment named `name` (as [`Experiment::name`] gives it).
     pub fn parse(name: &str) -> Option<Experiment> {
-        Experiment::ALL.into_iter().find(|e| e.name() == name)
+        Experiment::KNOWN.into_iter().find(|e| e.name() == name)
     }
 
     /// Its grid: every point a run makes, in the order rows are reported.
     pub fn points(self, quick: bool) -> Vec<Point> {
         match self {
+            Experiment::Seed000 => crate::seed000::points(quick),
             Experiment::Seed004 => crate::seed004::points(),
             Experiment::Advisor => crate::advisor_lab::points(),
             Experiment::Ipl => crate::ipl::points(quick),
             Experiment::Buffer => crate::buffer::points(),
             Experiment::Hybrid => crate::hybrid::points(),
             Experiment::SimScale => crate::sim_scale::points(),
+            Experiment::Pgbench => crate::pgbench::points(),
         }
     }
 
@@ -103,12 +125,14 @@ impl Experiment {
     /// `opts.quick` (sim-scale's wall-clock and memory figures aside).
     pub fn run_point(self, params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
         match self {
+            Experiment::Seed000 => crate::seed000::run_point(params, opts),
             Experiment::Seed004 => crate::seed004::run_point(params, opts),
             Experiment::Advisor => crate::advisor_lab::run_point(params, opts),
             Experiment::Ipl => crate::ipl::run_point(params, opts),
             Experiment::Buffer => crate::buffer::run_point(params, opts),
             Experiment::Hybrid => crate::hybrid::run_point(params, opts),
             Experiment::SimScale => crate::sim_scale::run_point(params, opts),
+            Experiment::Pgbench => crate::pgbench::run_point(params, opts),
         }
     }
 
@@ -116,12 +140,14 @@ impl Experiment {
     /// in grid order, and returns its section.
     pub fn report(self, opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
         match self {
+            Experiment::Seed000 => crate::seed000::report(opts, outputs),
             Experiment::Seed004 => crate::seed004::report(opts, outputs),
             Experiment::Advisor => crate::advisor_lab::report(opts, outputs),
             Experiment::Ipl => crate::ipl::report(opts, outputs),
             Experiment::Buffer => crate::buffer::report(opts, outputs),
             Experiment::Hybrid => crate::hybrid::report(opts, outputs),
             Experiment::SimScale => crate::sim_scale::report(opts, outputs),
+            Experiment::Pgbench => crate::pgbench::report(opts, outputs),
         }
     }
 
@@ -158,6 +184,12 @@ pub enum LabError {
     /// Shard files that cannot be merged, or a bad `--shard`.
     #[error("{0}")]
     Shard(String),
+    /// A program the experiment runs failed.
+    #[error("{0}")]
+    Run(String),
+    /// Ctrl-C or SIGTERM during a run that stops what it started.
+    #[error("interrupted: everything the run started was stopped and removed")]
+    Interrupted,
 }
 
 /// Runs `experiments`, each into its folder with its part of the summary,

@@ -7,15 +7,18 @@
 pub mod advisor;
 mod advisor_lab;
 pub mod buffer;
+pub mod cache;
 pub mod hybrid;
 pub mod ipl;
 pub mod lab;
 pub mod oltp;
+pub mod pgbench;
 pub mod plot;
 pub mod points;
 pub mod profile;
 pub mod real;
 pub mod report;
+pub mod seed000;
 pub mod seed002;
 pub mod seed004;
 pub mod shard;

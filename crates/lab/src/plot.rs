@@ -37,6 +37,9 @@ pub struct Plot<'a> {
     pub log_x: bool,
     pub log_y: bool,
     pub series: &'a [Series],
+    /// Names of the x axis's categories: when given, a point's x is the
+    /// index of its category and the ticks are the names.
+    pub x_names: &'a [&'a str],
 }
 
 const WIDTH: u32 = 960;
@@ -149,6 +152,8 @@ pub struct Axis {
     pub lo: f64,
     pub hi: f64,
     pub ticks: Vec<f64>,
+    /// Category names, one per integer tick from 0 (empty: a numeric axis).
+    pub names: Vec<String>,
 }
 
 impl Axis {
@@ -163,6 +168,20 @@ impl Axis {
         }
     }
 
+    /// An axis of named categories at 0, 1, 2…, with half a step of room
+    /// on either side.
+    pub fn categories(names: &[&str]) -> Axis {
+        let n = names.len().max(1) as f64;
+        Axis {
+            unit: Unit::Plain,
+            log: None,
+            lo: -0.5,
+            hi: n - 0.5,
+            ticks: (0..names.len()).map(|i| i as f64).collect(),
+            names: names.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
     /// Plot-space coordinate of data value `v`.
     pub fn to_plot(&self, v: f64) -> Option<f64> {
         match self.log {
@@ -174,15 +193,22 @@ impl Axis {
 
     /// The label of a plot-space tick.
     pub fn label(&self, t: f64) -> String {
+        if !self.names.is_empty() {
+            let i = t.round().max(0.0) as usize;
+            return self.names.get(i).cloned().unwrap_or_default();
+        }
         tick_label(self.unit, self.log, t)
     }
 
     /// Keeps every n-th tick until the labels fit `pixels` with a gap.
     pub fn thin(&mut self, pixels: f64, font: f64) {
-        let (unit, log) = (self.unit, self.log);
+        let labeller = Axis {
+            ticks: Vec::new(),
+            ..self.clone()
+        };
         let widest = |t: &[f64]| {
             t.iter()
-                .map(|&x| text_width(&tick_label(unit, log, x), font))
+                .map(|&x| text_width(&labeller.label(x), font))
                 .fold(0.0, f64::max)
         };
         let all = self.ticks.clone();
@@ -279,6 +305,7 @@ fn linear_axis(values: &[f64], unit: Unit, from_zero: bool) -> Axis {
         lo,
         hi,
         ticks,
+        names: Vec::new(),
     }
 }
 
@@ -317,6 +344,7 @@ fn log_axis(values: &[f64], unit: Unit, base: f64) -> Axis {
         lo: tlo,
         hi: thi.max(tlo + 1e-9),
         ticks,
+        names: Vec::new(),
     }
 }
 
@@ -359,10 +387,11 @@ impl Plot<'_> {
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1))
             .collect();
-        (
-            Axis::new(&xs, Unit::of(self.x_label), self.log_x, false),
-            Axis::new(&ys, Unit::of(self.y_label), self.log_y, true),
-        )
+        let x = match self.x_names {
+            [] => Axis::new(&xs, Unit::of(self.x_label), self.log_x, false),
+            names => Axis::categories(names),
+        };
+        (x, Axis::new(&ys, Unit::of(self.y_label), self.log_y, true))
     }
 
     fn draw<DB: DrawingBackend>(
@@ -504,6 +533,33 @@ mod tests {
             labels,
             ["512B", "1K", "2K", "4K", "8K", "16K", "32K", "64K", "128K"]
         );
+    }
+
+    #[test]
+    fn a_category_axis_labels_its_ticks_by_name() {
+        let a = Axis::categories(&["A", "B", "C"]);
+        let labels: Vec<String> = a.ticks.iter().map(|&t| a.label(t)).collect();
+        assert_eq!(labels, ["A", "B", "C"]);
+        assert!(a.lo < 0.0 && a.hi > 2.0);
+        let series = [Series {
+            name: "engine".into(),
+            points: vec![(0.0, 10.0), (2.0, 1000.0)],
+            markers_only: true,
+        }];
+        let svg = Plot {
+            title: "t",
+            x_label: "workload",
+            y_label: "operations per second",
+            log_x: false,
+            log_y: true,
+            series: &series,
+            x_names: &["A", "B", "C"],
+        }
+        .to_svg()
+        .unwrap();
+        for name in ["A", "B", "C"] {
+            assert!(svg.contains(&format!(">\n{name}\n</text>")), "{svg}");
+        }
     }
 
     #[test]

@@ -157,6 +157,7 @@ mod tests {
             log_x: true,
             log_y: false,
             series: &s,
+            x_names: &[],
         };
         p.write_svg(&dir.path().join("p.svg")).unwrap();
         let svg = std::fs::read_to_string(dir.path().join("p.svg")).unwrap();

@@ -314,6 +314,7 @@ fn plot(svg: &std::path::Path, title: &str, preset: &str, rs: &[&Row]) -> Result
         log_x: true,
         log_y: false,
         series: &series,
+        x_names: &[],
     };
     Ok(plot.write_svg(svg)?)
 }

@@ -159,7 +159,7 @@ pub fn write_section(out: &Path, s: &Section, run: &RunInfo) -> Result<(), LabEr
 
 /// The sections present under `out`, in the lab's order.
 fn present(out: &Path) -> Vec<(&'static str, String)> {
-    Experiment::ALL
+    Experiment::KNOWN
         .iter()
         .filter_map(|e| {
             let text = fs::read_to_string(out.join(e.name()).join(SECTION_FILE)).ok()?;

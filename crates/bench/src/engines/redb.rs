@@ -1,17 +1,23 @@
 //! redb: copy-on-write B-trees; every commit is durable by default
-//! (`Durability::Immediate`). Each read opens its own read transaction.
+//! (`Durability::Immediate`). Default cache 1 GiB; the larger-than-memory
+//! scale sets `Builder::set_cache_size`. Threads share the `Database`,
+//! each read in its own read transaction; write transactions take turns.
 
+use std::ops::Bound;
 use std::path::Path;
 
-use redb::{Database, ReadableDatabase, TableDefinition};
+use redb::{Builder, Database, ReadableDatabase, TableDefinition};
 
-use crate::engine::{Engine, Reader, Result, Writer};
-use crate::workload::{Key, Value};
+use crate::engine::{Client, Engine, Pair, Result, Setup};
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("kv");
 
-pub fn open(dir: &Path, _keys: usize) -> Result<Box<dyn Engine>> {
-    let db = Database::create(dir.join("redb.db"))?;
+pub fn open(dir: &Path, setup: Setup) -> Result<Box<dyn Engine>> {
+    let mut b = Builder::new();
+    if let Some(bytes) = setup.cache_bytes {
+        b.set_cache_size(usize::try_from(bytes)?);
+    }
+    let db = b.create(dir.join("redb.db"))?;
     Ok(Box::new(Redb { db }))
 }
 
@@ -32,44 +38,27 @@ fn commit(
     Ok(tx.commit()?)
 }
 
-impl Redb {
-    fn commit(&self, f: impl FnOnce(&mut redb::Table<&[u8], &[u8]>) -> Result<()>) -> Result<()> {
-        commit(&self.db, f)
-    }
-}
-
 impl Engine for Redb {
-    fn write_batch(&mut self, pairs: &[(Key, Value)]) -> Result<()> {
-        self.commit(|t| {
+    fn write_batch(&mut self, pairs: &[Pair<'_>]) -> Result<()> {
+        commit(&self.db, |t| {
             for (k, v) in pairs {
-                t.insert(&k[..], &v[..])?;
+                t.insert(*k, *v)?;
             }
             Ok(())
         })
     }
 
-    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
-        self.commit(|t| {
-            t.insert(&key[..], &value[..])?;
-            Ok(())
-        })
-    }
-
-    fn delete_batch(&mut self, keys: &[(Key, Value)]) -> Result<()> {
-        self.commit(|t| {
-            for (k, _) in keys {
-                t.remove(&k[..])?;
+    fn delete_batch(&mut self, keys: &[&[u8]]) -> Result<()> {
+        commit(&self.db, |t| {
+            for k in keys {
+                t.remove(*k)?;
             }
             Ok(())
         })
     }
 
-    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
-        Ok(Box::new(RedbReader { db: &self.db }))
-    }
-
-    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
-        Ok(Box::new(RedbReader { db: &self.db }))
+    fn client(&self) -> Result<Box<dyn Client + '_>> {
+        Ok(Box::new(RedbClient { db: &self.db }))
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -78,33 +67,31 @@ impl Engine for Redb {
     }
 }
 
-struct RedbReader<'a> {
+struct RedbClient<'a> {
     db: &'a Database,
 }
 
-/// Write transactions are serialised: `begin_write` waits for the one open.
-impl Writer for RedbReader<'_> {
-    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
-        commit(self.db, |t| {
-            t.insert(&key[..], &value[..])?;
-            Ok(())
-        })
-    }
-}
-
-impl Reader for RedbReader<'_> {
-    fn get(&mut self, key: &Key) -> Result<Option<usize>> {
+impl Client for RedbClient<'_> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
         let table = self.db.begin_read()?.open_table(TABLE)?;
-        Ok(table.get(&key[..])?.map(|v| v.value().len()))
+        Ok(table.get(key)?.map(|v| v.value().len()))
     }
 
-    fn range(&mut self, start: &Key, limit: usize) -> Result<usize> {
+    fn range(&mut self, start: &[u8], limit: usize) -> Result<usize> {
         let table = self.db.begin_read()?.open_table(TABLE)?;
         let mut n = 0;
-        for pair in table.range(&start[..]..)?.take(limit) {
+        let from: (Bound<&[u8]>, Bound<&[u8]>) = (Bound::Included(start), Bound::Unbounded);
+        for pair in table.range::<&[u8]>(from)?.take(limit) {
             let (_k, v) = pair?;
             n += usize::from(!v.value().is_empty());
         }
         Ok(n)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        commit(self.db, |t| {
+            t.insert(key, value)?;
+            Ok(())
+        })
     }
 }

@@ -1,13 +1,17 @@
 //! sled 0.34: a write is durable after `flush()` (an fsync of its log).
+//! Default cache 1 GiB (`cache_capacity`), which the larger-than-memory
+//! scale sets. Threads share the `Db`.
 
 use std::path::Path;
 
-use crate::engine::{Engine, Reader, Result, Writer};
-use crate::workload::{Key, Value};
+use crate::engine::{Client, Engine, Pair, Result, Setup};
 
-pub fn open(dir: &Path, _keys: usize) -> Result<Box<dyn Engine>> {
-    let db = sled::Config::new().path(dir.join("sled")).open()?;
-    Ok(Box::new(Sled { db }))
+pub fn open(dir: &Path, setup: Setup) -> Result<Box<dyn Engine>> {
+    let mut c = sled::Config::new().path(dir.join("sled"));
+    if let Some(bytes) = setup.cache_bytes {
+        c = c.cache_capacity(bytes);
+    }
+    Ok(Box::new(Sled { db: c.open()? }))
 }
 
 struct Sled {
@@ -23,34 +27,24 @@ impl Sled {
 }
 
 impl Engine for Sled {
-    fn write_batch(&mut self, pairs: &[(Key, Value)]) -> Result<()> {
+    fn write_batch(&mut self, pairs: &[Pair<'_>]) -> Result<()> {
         let mut b = sled::Batch::default();
         for (k, v) in pairs {
-            b.insert(&k[..], &v[..]);
+            b.insert(*k, *v);
         }
         self.apply(b)
     }
 
-    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
-        self.db.insert(key, &value[..])?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    fn delete_batch(&mut self, keys: &[(Key, Value)]) -> Result<()> {
+    fn delete_batch(&mut self, keys: &[&[u8]]) -> Result<()> {
         let mut b = sled::Batch::default();
-        for (k, _) in keys {
-            b.remove(&k[..]);
+        for k in keys {
+            b.remove(*k);
         }
         self.apply(b)
     }
 
-    fn reader(&self) -> Result<Box<dyn Reader + '_>> {
-        Ok(Box::new(SledReader { db: &self.db }))
-    }
-
-    fn writer(&self) -> Result<Box<dyn Writer + '_>> {
-        Ok(Box::new(SledReader { db: &self.db }))
+    fn client(&self) -> Result<Box<dyn Client + '_>> {
+        Ok(Box::new(SledClient { db: &self.db }))
     }
 
     fn close(self: Box<Self>) -> Result<()> {
@@ -59,29 +53,27 @@ impl Engine for Sled {
     }
 }
 
-struct SledReader<'a> {
+struct SledClient<'a> {
     db: &'a sled::Db,
 }
 
-impl Writer for SledReader<'_> {
-    fn put(&mut self, key: &Key, value: &Value) -> Result<()> {
-        self.db.insert(key, &value[..])?;
-        self.db.flush()?;
-        Ok(())
-    }
-}
-
-impl Reader for SledReader<'_> {
-    fn get(&mut self, key: &Key) -> Result<Option<usize>> {
+impl Client for SledClient<'_> {
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
         Ok(self.db.get(key)?.map(|v| v.len()))
     }
 
-    fn range(&mut self, start: &Key, limit: usize) -> Result<usize> {
+    fn range(&mut self, start: &[u8], limit: usize) -> Result<usize> {
         let mut n = 0;
-        for pair in self.db.range(&start[..]..).take(limit) {
+        for pair in self.db.range(start..).take(limit) {
             let (_k, v) = pair?;
             n += usize::from(!v.is_empty());
         }
         Ok(n)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db.insert(key, value)?;
+        self.db.flush()?;
+        Ok(())
     }
 }

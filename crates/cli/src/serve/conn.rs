@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use flashkv_device::Completion;
 
-use super::export::{Errno, Export};
+use super::export::{join, Errno, Export};
 use super::handshake::{negotiate, ExportInfo, Outcome};
 use super::nbd::*;
 use super::pace::{Clock, Reply};
@@ -87,15 +87,23 @@ fn serve_one(r: &mut impl Read, req: Request, shared: &Shared) -> Result<Reply, 
         data.resize(req.len as usize, 0);
         r.read_exact(&mut data)?;
     }
+    let fua = req.flags & CMD_FLAG_FUA != 0;
     let done = match req.kind {
-        CMD_READ | CMD_WRITE | CMD_TRIM if req.len > MAX_REQUEST => Err(Errno(EINVAL)),
+        _ if req.flags & !allowed_flags(req.kind) != 0 => Err(Errno(EINVAL)),
+        // No payload bounds a trim or write-zeroes: any length is served
+        // (nbdfuse passes the kernel's fallocate on whole).
+        CMD_READ | CMD_WRITE if req.len > MAX_REQUEST => Err(Errno(EINVAL)),
         CMD_READ => {
             data.resize(req.len as usize, 0);
-            run(shared, |e, at| e.read(at, req.offset, &mut data))
+            run(shared, false, |e, at| e.read(at, req.offset, &mut data))
         }
-        CMD_WRITE => run(shared, |e, at| e.write(at, req.offset, &data)),
-        CMD_FLUSH => run(shared, |e, at| e.flush(at)),
-        CMD_TRIM => run(shared, |e, at| e.trim(at, req.offset, len)),
+        CMD_WRITE => run(shared, fua, |e, at| e.write(at, req.offset, &data)),
+        CMD_FLUSH => run(shared, false, |e, at| e.flush(at)),
+        CMD_TRIM => run(shared, fua, |e, at| e.trim(at, req.offset, len)),
+        CMD_WRITE_ZEROES => {
+            let allocate = req.flags & CMD_FLAG_NO_HOLE != 0;
+            run(shared, fua, |e, at| e.zero(at, req.offset, len, allocate))
+        }
         _ => Err(Errno(EINVAL)),
     };
     let (at, c) = match done {
@@ -125,14 +133,30 @@ fn serve_one(r: &mut impl Read, req: Request, shared: &Shared) -> Result<Reply, 
     })
 }
 
-/// Runs `op` on the export at the virtual time the request is issued.
+/// The command flags a request of `kind` may carry (the protocol asks for
+/// EINVAL on any other).
+fn allowed_flags(kind: u16) -> u16 {
+    match kind {
+        CMD_WRITE | CMD_TRIM => CMD_FLAG_FUA,
+        CMD_WRITE_ZEROES => CMD_FLAG_FUA | CMD_FLAG_NO_HOLE,
+        _ => 0,
+    }
+}
+
+/// Runs `op` on the export at the virtual time the request is issued;
+/// with `fua`, the device is flushed before the request completes.
 fn run(
     shared: &Shared,
+    fua: bool,
     op: impl FnOnce(&mut Export, u64) -> Result<Completion, Errno>,
 ) -> Result<(u64, Completion), Errno> {
     let mut e = shared.export()?;
     let at = shared.clock.issue(e.clock());
-    op(&mut e, at).map(|c| (at, c))
+    let mut c = op(&mut e, at)?;
+    if fua {
+        c = join(c, e.flush(c.end)?);
+    }
+    Ok((at, c))
 }
 
 fn failed(shared: &Shared, req: Request, e: Errno) -> Reply {

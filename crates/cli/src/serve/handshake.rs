@@ -11,8 +11,9 @@ pub struct ExportInfo {
     pub name: String,
     pub size: u64,
     pub flags: u16,
-    /// Advertised minimum block size (the device's sector).
-    pub min_block: u32,
+    /// Advertised preferred block size: the device's sector, at least
+    /// 4 KiB (the minimum is 1: the export serves any alignment).
+    pub preferred_block: u32,
 }
 
 impl ExportInfo {
@@ -149,13 +150,14 @@ fn info(
     export.extend_from_slice(&e.size.to_be_bytes());
     export.extend_from_slice(&e.flags.to_be_bytes());
     option_reply(w, option, REP_INFO, &export)?;
-    // Block sizes only when asked: a client that did not ask may send any
-    // alignment, which the export serves by read-modify-write.
+    // Block sizes only when asked. The minimum is 1 because the export
+    // serves any alignment (by read-modify-write below the sector), so a
+    // client that obeys the sizes never has a request refused for them.
     if types.contains(&INFO_BLOCK_SIZE) {
         let mut b = Vec::with_capacity(14);
         b.extend_from_slice(&INFO_BLOCK_SIZE.to_be_bytes());
-        b.extend_from_slice(&e.min_block.to_be_bytes());
-        b.extend_from_slice(&e.min_block.max(4096).to_be_bytes());
+        b.extend_from_slice(&1u32.to_be_bytes());
+        b.extend_from_slice(&e.preferred_block.to_be_bytes());
         b.extend_from_slice(&MAX_REQUEST.to_be_bytes());
         option_reply(w, option, REP_INFO, &b)?;
     }

@@ -7,6 +7,7 @@ mod handshake;
 mod listen;
 mod nbd;
 mod pace;
+mod served;
 mod signal;
 mod stats;
 mod target;
@@ -27,7 +28,7 @@ use export::Export;
 use handshake::ExportInfo;
 use listen::Listener;
 use pace::{Clock, Pace};
-use stats::{Head, Stats};
+use stats::{Device, Drain, Head, Stats};
 
 /// Where and how to serve (the command's help is on `Command::Serve`).
 #[derive(Args)]
@@ -42,6 +43,12 @@ pub struct ServeArgs {
     /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
     #[arg(long, value_name = "SSD,HDD")]
     hybrid: Option<String>,
+    /// The hybrid's policy: `default` (re-read HDD data is promoted into
+    /// the SSD), or `seed` (seed 003's HeteroDrive: no read promotion, the
+    /// whole cache sorted into one write-back pass, 10 ms of idle time
+    /// before the write-back starts).
+    #[arg(long, value_enum, default_value_t = Policy::Default, requires = "hybrid")]
+    hybrid_policy: Policy,
     /// A real file or block device to serve (created at --size if missing).
     #[arg(long, value_name = "PATH")]
     file: Option<PathBuf>,
@@ -81,6 +88,21 @@ pub struct ServeArgs {
     json: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Policy {
+    Default,
+    Seed,
+}
+
+impl Policy {
+    fn options(self) -> flashkv_hybrid::Options {
+        match self {
+            Policy::Default => flashkv_hybrid::Options::default(),
+            Policy::Seed => flashkv_lab::hybrid::seed_policy(),
+        }
+    }
+}
+
 /// How often the accept loop looks at the signal flags.
 const TICK: Duration = Duration::from_millis(100);
 
@@ -107,7 +129,7 @@ fn open_target(a: &ServeArgs, created: &mut Created) -> Result<target::Target, C
     match (&a.device, &a.spec, &a.hybrid, &a.file) {
         (Some(name), ..) => target::preset(name),
         (_, Some(path), ..) => target::spec(path),
-        (_, _, Some(pair), _) => target::hybrid(pair),
+        (_, _, Some(pair), _) => target::hybrid(pair, a.hybrid_policy.options()),
         (_, _, _, Some(path)) => target::file(path, a.size, a.force, created),
         _ => unreachable!("clap requires one target"),
     }
@@ -137,11 +159,13 @@ fn run_inner(a: ServeArgs, created: &mut Created) -> Result<ExitCode, CliError> 
         (None, None) => unreachable!("an address when there is no socket"),
     };
     let export = Export::new(t.dev, t.base, t.size);
+    let sector = u32::try_from(export.sector()).expect("sectors are small");
+    assert!(sector.is_power_of_two(), "sector {sector} is a power of 2");
     let info = ExportInfo {
         name: t.name.clone(),
         size: t.size,
-        flags: nbd::TFLAG_HAS_FLAGS | nbd::TFLAG_SEND_FLUSH | nbd::TFLAG_SEND_TRIM,
-        min_block: export.sector() as u32,
+        flags: transmission_flags(t.rotational),
+        preferred_block: sector.max(4096),
     };
     let shared = Arc::new(Shared {
         export: Mutex::new(export),
@@ -158,9 +182,23 @@ fn run_inner(a: ServeArgs, created: &mut Created) -> Result<ExitCode, CliError> 
         listener.uri()
     );
     accept_loop(&listener, &shared, &a);
-    finish(&shared);
-    report(&shared, a.json);
+    let drain = finish(&shared);
+    report(&shared, a.json, drain);
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the export offers: flush, FUA, trim and write-zeroes; rotational
+/// where a disk holds the data (a hint for the client's I/O scheduling).
+fn transmission_flags(rotational: bool) -> u16 {
+    let mut f = nbd::TFLAG_HAS_FLAGS
+        | nbd::TFLAG_SEND_FLUSH
+        | nbd::TFLAG_SEND_FUA
+        | nbd::TFLAG_SEND_TRIM
+        | nbd::TFLAG_SEND_WRITE_ZEROES;
+    if rotational {
+        f |= nbd::TFLAG_ROTATIONAL;
+    }
+    f
 }
 
 /// Accepts clients, each served on its own thread, until a signal ends the
@@ -172,7 +210,11 @@ fn accept_loop(l: &Listener, shared: &Arc<Shared>, a: &ServeArgs) {
     let done = |ended: &AtomicUsize| a.once && ended.load(Ordering::SeqCst) > 0;
     while !signal::stop_requested() && !done(&ended) {
         if signal::take_report() {
-            report(shared, a.json);
+            report(shared, a.json, None);
+        }
+        if signal::take_interval() {
+            report(shared, a.json, None);
+            shared.stats().reset();
         }
         if a.once && accepted > 0 {
             std::thread::sleep(TICK);
@@ -205,19 +247,43 @@ fn client(c: listen::Conn, shared: &Shared, id: u64) {
     }
 }
 
-/// Makes every acknowledged write durable before the server exits.
-fn finish(shared: &Shared) {
+/// Makes every acknowledged write durable before the server exits; a
+/// hybrid then writes back what it owes the HDD, in the model's time (the
+/// served device is in memory and goes with the server: this only says
+/// what the write-back would take).
+fn finish(shared: &Shared) -> Option<Drain> {
     let mut e = shared.export.lock().unwrap_or_else(PoisonError::into_inner);
     let at = shared.clock.issue(e.clock());
-    if let Err(errno) = e.flush(at) {
-        eprintln!("serve: the final flush failed (error {})", errno.0);
+    let flushed = match e.flush(at) {
+        Ok(c) => c.end,
+        Err(errno) => {
+            eprintln!("serve: the final flush failed (error {})", errno.0);
+            return None;
+        }
+    };
+    let h = e.served_mut().hybrid_mut()?;
+    let bytes = h.hybrid_stats().dirty_bytes;
+    match h.drain(flushed) {
+        Ok(c) => Some(Drain {
+            bytes,
+            seconds: c.end.saturating_sub(c.start) as f64 / 1e9,
+        }),
+        Err(err) => {
+            eprintln!("serve: the hybrid's final write-back failed: {err}");
+            None
+        }
     }
 }
 
-fn report(shared: &Shared, json: bool) {
+fn report(shared: &Shared, json: bool, drain: Option<Drain>) {
+    let of = |e: &Export| Device {
+        stats: e.device().stats(),
+        hybrid: e.served().hybrid().map(|h| h.hybrid_stats()),
+        drain,
+    };
     let device = match shared.export.lock() {
-        Ok(e) => e.device().stats(),
-        Err(p) => p.into_inner().device().stats(),
+        Ok(e) => of(&e),
+        Err(p) => of(&p.into_inner()),
     };
     let head = Head {
         export: shared.info.name.clone(),

@@ -32,22 +32,33 @@ pub const INFO_BLOCK_SIZE: u16 = 3;
 
 pub const TFLAG_HAS_FLAGS: u16 = 1;
 pub const TFLAG_SEND_FLUSH: u16 = 1 << 2;
+pub const TFLAG_SEND_FUA: u16 = 1 << 3;
+pub const TFLAG_ROTATIONAL: u16 = 1 << 4;
 pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
+pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
 
 pub const CMD_READ: u16 = 0;
 pub const CMD_WRITE: u16 = 1;
 pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
+pub const CMD_WRITE_ZEROES: u16 = 6;
+
+/// Command flags: force unit access (the write is durable when answered),
+/// and, for WRITE_ZEROES, "allocate: do not trim".
+pub const CMD_FLAG_FUA: u16 = 1;
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
 
 pub const EPERM: u32 = 1;
 pub const EIO: u32 = 5;
 pub const EINVAL: u32 = 22;
+pub const ENOSPC: u32 = 28;
 
 /// Longest option payload accepted; an export name and a few info requests
 /// fit many times over.
 pub const MAX_OPTION: u32 = 64 << 10;
-/// Largest read, write or trim served, advertised as the maximum block size.
+/// Largest read or write served, advertised as the maximum block size. A
+/// trim or write-zeroes carries no payload and may be longer.
 pub const MAX_REQUEST: u32 = 32 << 20;
 
 /// Why a connection was closed without an orderly end.
@@ -92,6 +103,8 @@ pub fn option_reply(w: &mut impl Write, option: u32, kind: u32, data: &[u8]) -> 
 /// A transmission request's header (the payload of a write follows it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Request {
+    /// NBD_CMD_FLAG_* bits.
+    pub flags: u16,
     pub kind: u16,
     pub handle: u64,
     pub offset: u64,
@@ -116,8 +129,8 @@ pub fn read_request(r: &mut impl Read) -> Result<Option<Request>, ProtocolError>
     if magic != REQUEST_MAGIC {
         return Err(ProtocolError::Magic(magic.into(), "request"));
     }
-    // Command flags (FUA, NO_HOLE, ...) were not advertised and are ignored.
     Ok(Some(Request {
+        flags: u16::from_be_bytes(b[4..6].try_into().expect("2 bytes")),
         kind: u16::from_be_bytes(b[6..8].try_into().expect("2 bytes")),
         handle: u64::from_be_bytes(b[8..16].try_into().expect("8 bytes")),
         offset: u64::from_be_bytes(b[16..24].try_into().expect("8 bytes")),
@@ -146,7 +159,7 @@ mod tests {
     fn a_request_round_trips_and_a_bad_magic_is_refused() {
         let mut b = Vec::new();
         b.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
-        b.extend_from_slice(&0u16.to_be_bytes());
+        b.extend_from_slice(&CMD_FLAG_FUA.to_be_bytes());
         b.extend_from_slice(&CMD_WRITE.to_be_bytes());
         b.extend_from_slice(&7u64.to_be_bytes());
         b.extend_from_slice(&4096u64.to_be_bytes());
@@ -155,6 +168,7 @@ mod tests {
         assert_eq!(
             r,
             Request {
+                flags: CMD_FLAG_FUA,
                 kind: CMD_WRITE,
                 handle: 7,
                 offset: 4096,

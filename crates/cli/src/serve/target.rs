@@ -10,6 +10,8 @@ use std::path::Path;
 
 use flashkv_device::{presets, BlockDevice, DeviceSpec, FileDevice, FileOptions, SimDevice};
 use flashkv_hybrid::{HybridDevice, Options};
+
+use super::served::Served;
 use flashkv_lab::real::{HEADER, MARKER};
 
 use crate::error::CliError;
@@ -19,10 +21,13 @@ use crate::units::human;
 
 /// An opened device and the window of it to export.
 pub struct Target {
-    pub dev: Box<dyn BlockDevice>,
+    pub dev: Served,
     pub base: u64,
     pub size: u64,
     pub name: String,
+    /// A disk holds the data (an HDD preset or spec, or the hybrid, whose
+    /// capacity is its HDD's).
+    pub rotational: bool,
 }
 
 fn usage(m: String) -> CliError {
@@ -30,20 +35,30 @@ fn usage(m: String) -> CliError {
 }
 
 /// A simulated device, exported whole.
-fn whole(dev: Box<dyn BlockDevice>, name: String) -> Target {
-    let size = dev.geometry().capacity;
+fn whole(dev: Served, name: String, rotational: bool) -> Target {
+    let size = dev.get().geometry().capacity;
     Target {
         dev,
         base: 0,
         size,
         name,
+        rotational,
     }
+}
+
+fn simulated(spec: &DeviceSpec) -> Result<Target, CliError> {
+    let dev = SimDevice::new(spec).map_err(|e| usage(e.to_string()))?;
+    let rotational = spec.model.kind() == "hdd";
+    Ok(whole(
+        Served::Plain(Box::new(dev)),
+        spec.name.clone(),
+        rotational,
+    ))
 }
 
 pub fn preset(name: &str) -> Result<Target, CliError> {
     let spec = presets::get(name.trim()).map_err(|e| usage(e.to_string()))?;
-    let dev = SimDevice::new(&spec).map_err(|e| usage(e.to_string()))?;
-    Ok(whole(Box::new(dev), spec.name))
+    simulated(&spec)
 }
 
 pub fn spec(path: &Path) -> Result<Target, CliError> {
@@ -52,22 +67,26 @@ pub fn spec(path: &Path) -> Result<Target, CliError> {
     }
     let spec = DeviceSpec::from_file(path)
         .map_err(|e| usage(format!("--spec {}: {e}", path.display())))?;
-    let dev = SimDevice::new(&spec).map_err(|e| usage(e.to_string()))?;
-    Ok(whole(Box::new(dev), spec.name))
+    simulated(&spec)
 }
 
-/// `SSD,HDD`: two presets, the cache first, as `replay --hybrid` takes them.
-pub fn hybrid(pair: &str) -> Result<Target, CliError> {
+/// `SSD,HDD`: two presets, the cache first, as `replay --hybrid` takes
+/// them, run with `policy`.
+pub fn hybrid(pair: &str, policy: Options) -> Result<Target, CliError> {
     let Some((s, h)) = pair.split_once(',') else {
         return Err(usage(format!(
             "--hybrid takes SSD,HDD (two presets), got '{pair}'"
         )));
     };
     let (ssd, hdd) = (preset(s)?, preset(h)?);
-    let dev = HybridDevice::create(ssd.dev, hdd.dev, Options::default()).map_err(hybrid_error)?;
+    let (Served::Plain(s), Served::Plain(h)) = (ssd.dev, hdd.dev) else {
+        unreachable!("presets are plain devices")
+    };
+    let dev = HybridDevice::create(s, h, policy).map_err(hybrid_error)?;
     Ok(whole(
-        Box::new(dev),
+        Served::Hybrid(Box::new(dev)),
         format!("hybrid({},{})", ssd.name, hdd.name),
+        true,
     ))
 }
 
@@ -130,10 +149,11 @@ pub fn file(
         )));
     }
     Ok(Target {
-        dev: Box::new(dev),
+        dev: Served::Plain(Box::new(dev)),
         base,
         size: capacity - base,
         name: shown.to_string(),
+        rotational: false,
     })
 }
 

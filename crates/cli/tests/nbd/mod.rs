@@ -25,7 +25,11 @@ pub const CMD_WRITE: u16 = 1;
 pub const CMD_DISC: u16 = 2;
 pub const CMD_FLUSH: u16 = 3;
 pub const CMD_TRIM: u16 = 4;
+pub const CMD_WRITE_ZEROES: u16 = 6;
+pub const FLAG_FUA: u16 = 1;
+pub const FLAG_NO_HOLE: u16 = 2;
 pub const EINVAL: u32 = 22;
+pub const ENOSPC: u32 = 28;
 
 fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes(b[i..i + 4].try_into().unwrap())
@@ -138,10 +142,22 @@ impl Client {
         len: u32,
         payload: &[u8],
     ) -> io::Result<(u32, Vec<u8>)> {
+        self.cmd_flags(0, kind, offset, len, payload)
+    }
+
+    /// A request with command flags.
+    pub fn cmd_flags(
+        &mut self,
+        flags: u16,
+        kind: u16,
+        offset: u64,
+        len: u32,
+        payload: &[u8],
+    ) -> io::Result<(u32, Vec<u8>)> {
         let handle = self.next;
         self.next += 1;
         let mut b = 0x2560_9513u32.to_be_bytes().to_vec();
-        b.extend_from_slice(&0u16.to_be_bytes());
+        b.extend_from_slice(&flags.to_be_bytes());
         b.extend_from_slice(&kind.to_be_bytes());
         b.extend_from_slice(&handle.to_be_bytes());
         b.extend_from_slice(&offset.to_be_bytes());

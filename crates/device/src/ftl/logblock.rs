@@ -260,8 +260,11 @@ impl<S: Scheme> LogFtl<S> {
     /// Starts a command when the device is free (one at a time); returns
     /// when the controller is done with it.
     fn command(&mut self, at: Nanos, cmd_ns: Nanos, cost: &mut Cost) -> Nanos {
-        self.core.array.forget_before(at);
         let s = at.max(self.core.dev_free);
+        // One command at a time: no NAND work is booked before this one
+        // starts, so what ends by then is history (issue times alone would
+        // keep a deep queue's whole backlog in the timelines).
+        self.core.array.forget_before(s);
         cost.busy(s, s + cmd_ns);
         s + cmd_ns
     }

@@ -233,6 +233,7 @@ fn plots(dir: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
                     log_x: true,
                     log_y: true,
                     series: &series,
+                    x_names: &[],
                 }
                 .write_svg(&dir.join(format!("{mix}-{device}-{store}.svg")))?;
             }

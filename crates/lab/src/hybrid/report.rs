@@ -172,6 +172,7 @@ fn write_plots(dir: &std::path::Path, runs: &[Measured]) -> Result<(), LabError>
             log_x: false,
             log_y: false,
             series: &p.series,
+            x_names: &[],
         }
         .write_svg(&dir.join(&p.file))?;
     }

@@ -62,6 +62,7 @@ pub fn write(dir: &Path, rows: &[Row]) -> Result<(), LabError> {
         log_x: true,
         log_y: false,
         series: &sweep,
+        x_names: &[],
     }
     .write_svg(&dir.join("fig6_11-buffer-sweep.svg"))?;
     Ok(())
@@ -89,6 +90,7 @@ fn figure_pair(dir: &Path, rows: &[Row], e: &str, title: &str, fig: u32) -> Resu
         log_x: false,
         log_y: false,
         series: &counts,
+        x_names: &[],
     }
     .write_svg(&dir.join(format!("fig6_{fig}-{e}-counts.svg")))?;
     let est = [
@@ -103,6 +105,7 @@ fn figure_pair(dir: &Path, rows: &[Row], e: &str, title: &str, fig: u32) -> Resu
         log_x: false,
         log_y: false,
         series: &est,
+        x_names: &[],
     }
     .write_svg(&dir.join(format!("fig6_{}-{e}-runtime.svg", fig + 1)))?;
     Ok(())
