@@ -89,6 +89,17 @@ impl Writer {
         self.entries += 1;
     }
 
+    /// Bytes [`Writer::image`] adds for page `p`.
+    pub fn image_len(p: &Page) -> usize {
+        let (head, tail) = p.live_spans();
+        ENTRY_HDR + 4 + head + p.bytes().len() - tail
+    }
+
+    /// Bytes [`Writer::ops`] adds for `ops` bytes of operations.
+    pub fn ops_len(ops: &[u8]) -> usize {
+        ENTRY_HDR + 2 + ops.len()
+    }
+
     /// The page's image: its live bytes only (the free space between
     /// slots and cells is left out and comes back as zeros).
     pub fn image(&mut self, p: &Page) {

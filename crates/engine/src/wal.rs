@@ -89,6 +89,9 @@ const VERSION: u8 = 2;
 const HDR: usize = 32;
 /// Reads of a record that fails its checks before it counts as damaged.
 const READS: usize = 3;
+/// Payloads from this size on are written without a copy of the record
+/// (in up to three writes: a log's records in the lab are smaller).
+const LARGE: usize = 256 << 10;
 /// Bytes after the end of the log searched for later records that say the
 /// end is not one: the longest record a lost write can hide.
 const SEARCH_WINDOW: u64 = 4 << 20;
@@ -194,26 +197,52 @@ impl Wal {
             "a payload's length fits its field"
         );
         assert_eq!(self.pos % self.sector, 0, "records start on a sector");
-        let mut buf = vec![0u8; total as usize];
-        buf[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-        buf[4] = VERSION;
-        buf[5] = kind;
+        let head = self.head(kind, payload);
+        self.erase_ahead(disk, total)?;
+        let at = self.start + self.pos;
+        if payload.len() < LARGE {
+            let mut buf = head;
+            buf.extend_from_slice(payload);
+            buf.resize(total as usize, 0);
+            disk.write(Region::Wal, at, &buf)?;
+        } else {
+            self.write_large(disk, at, head, payload)?;
+        }
+        self.pos += total;
+        disk.appended(self.next_seq);
+        self.next_seq += 1;
+        Ok(())
+    }
+
+    /// The header of this epoch's next record, of `kind` around `payload`.
+    fn head(&self, kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut h = vec![0u8; HDR];
+        h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        h[4] = VERSION;
+        h[5] = kind;
         let back = match self.durable {
             0 => u16::MAX,
             d => u16::try_from(self.next_seq - d).unwrap_or(u16::MAX),
         };
-        buf[6..8].copy_from_slice(&back.to_le_bytes());
-        buf[8..16].copy_from_slice(&self.next_seq.to_le_bytes());
-        buf[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
-        buf[24..32].copy_from_slice(&self.epoch.to_le_bytes());
-        buf[HDR..HDR + payload.len()].copy_from_slice(payload);
-        let crc = record_crc(&buf);
-        buf[20..24].copy_from_slice(&crc.to_le_bytes());
-        debug_assert_eq!(
-            self.header(&buf[..self.sector as usize]),
-            Header::Ours(self.next_seq),
+        h[6..8].copy_from_slice(&back.to_le_bytes());
+        h[8..16].copy_from_slice(&self.next_seq.to_le_bytes());
+        h[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+        h[24..32].copy_from_slice(&self.epoch.to_le_bytes());
+        let crc = crc32c::crc32c(&h[0..20]);
+        let crc = crc32c::crc32c_append(crc32c::crc32c_append(crc, &h[24..32]), payload);
+        h[20..24].copy_from_slice(&crc.to_le_bytes());
+        debug_assert!(
+            payload.len() < LARGE
+                || self.header(&[&h[..], &payload[..self.sector as usize]].concat())
+                    == Header::Ours(self.next_seq),
             "a record reads back as this epoch's next one"
         );
+        h
+    }
+
+    /// Erases, on program-once devices, the units a record of `total`
+    /// bytes at the current position is written into.
+    fn erase_ahead(&mut self, disk: &mut Disk, total: u64) -> Result<()> {
         if let Some(eu) = disk
             .log_geo
             .erase_unit
@@ -233,10 +262,26 @@ impl Wal {
                 || !disk.log_geo.program_once,
             "a program-once log writes only erased sectors"
         );
-        disk.write(Region::Wal, self.start + self.pos, &buf)?;
-        self.pos += total;
-        disk.appended(self.next_seq);
-        self.next_seq += 1;
+        Ok(())
+    }
+
+    /// Writes a large record at `at` without copying its payload whole:
+    /// the header's sector, the payload's whole sectors after it straight
+    /// from `payload`, and its last part padded to a sector.
+    fn write_large(&self, disk: &mut Disk, at: u64, head: Vec<u8>, payload: &[u8]) -> Result<()> {
+        let s = self.sector as usize;
+        let first = s - HDR;
+        let mut buf = head;
+        buf.extend_from_slice(&payload[..first]);
+        disk.write(Region::Wal, at, &buf)?;
+        let rest = &payload[first..];
+        let whole = rest.len() - rest.len() % s;
+        disk.write(Region::Wal, at + s as u64, &rest[..whole])?;
+        if whole < rest.len() {
+            let mut tail = rest[whole..].to_vec();
+            tail.resize(s, 0);
+            disk.write(Region::Wal, at + (s + whole) as u64, &tail)?;
+        }
         Ok(())
     }
 

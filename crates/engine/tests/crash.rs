@@ -79,7 +79,7 @@ fn big_case(seed: u64) -> bool {
     let kind = [StoreKind::InPlace, SEED][(seed % 2) as usize];
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(10..40);
-    let ops = workload_big(&mut rng, n, 2000, 800);
+    let ops = workload_big(&mut rng, n, 8000, 3000);
     crash_case(seed, kind, false, ops, Some(64 << 10))
 }
 
@@ -226,7 +226,7 @@ fn long_case(seed: u64) -> bool {
 #[test]
 fn crash_batches_larger_than_the_log() {
     let test = "crash_batches_larger_than_the_log";
-    cases(test, 80_000..80_400, big_case).assert_hits(test, 80);
+    cases(test, 80_000..80_250, big_case).assert_hits(test, 80);
 }
 
 #[test]

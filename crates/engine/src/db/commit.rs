@@ -146,21 +146,32 @@ impl Core {
     pub(super) fn batch_record(&self, ops_first: bool) -> (redo::Writer, Vec<PageId>) {
         let ps = self.store.page_size();
         let batch = self.pool.batch();
-        let mut rec = redo::Writer::new(&self.meta, batch.len() * 256);
+        let as_ops = |page: &crate::page::Page, change: &Change| match change {
+            Change::Ops { bytes, .. } => {
+                (ops_first || self.pool.is_imaged(page.id())) && bytes.len() + 2 < ps
+            }
+            Change::Whole => false,
+        };
+        // Sized first: a large batch's record is not grown by doubling.
+        let size = batch
+            .iter()
+            .map(|&(page, change)| match (change, as_ops(page, change)) {
+                (Change::Ops { bytes, .. }, true) => redo::Writer::ops_len(bytes),
+                _ => redo::Writer::image_len(page),
+            })
+            .sum();
+        let mut rec = redo::Writer::new(&self.meta, size);
         let mut imaged = Vec::new();
         for (page, change) in batch {
-            match change {
-                Change::Ops { count, bytes }
-                    if (ops_first || self.pool.is_imaged(page.id())) && bytes.len() + 2 < ps =>
-                {
-                    rec.ops(page.id(), *count, bytes)
-                }
+            match (change, as_ops(page, change)) {
+                (Change::Ops { count, bytes }, true) => rec.ops(page.id(), *count, bytes),
                 _ => {
                     rec.image(page);
                     imaged.push(page.id());
                 }
             }
         }
+        debug_assert_eq!(rec.len(), redo::META_BYTES + size, "the record as sized");
         (rec, imaged)
     }
 }
