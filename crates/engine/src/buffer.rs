@@ -58,6 +58,18 @@ impl Frame {
     }
 }
 
+/// A page's state before the running batch first changed it.
+enum Before {
+    /// The batch created it.
+    New,
+    /// The page store holds it as it was: rolling back forgets the frame,
+    /// and a later use reads it again (no copy of a clean page is kept,
+    /// which halves the memory of a batch over pages read from the store).
+    Clean,
+    /// It was dirty: a copy of its frame.
+    Dirty(Frame),
+}
+
 /// What a batch did to a page.
 pub(crate) enum Change {
     /// Rewrote it whole (a new page, a split, a freed page).
@@ -155,9 +167,9 @@ pub(crate) struct BufferPool {
     capacity: usize,
     policy: Box<dyn Policy>,
     pub stats: BufferStats,
-    /// State of each page before the running batch first changed it
-    /// (`None`: the batch created it), to roll the batch back.
-    undo: HashMap<PageId, Option<Frame>>,
+    /// State of each page before the running batch first changed it, to
+    /// roll the batch back.
+    undo: HashMap<PageId, Before>,
     /// Keep internal (index) pages resident outside the frame budget, as
     /// seed 001 keeps its index in main memory.
     index_resident: bool,
@@ -429,7 +441,11 @@ impl BufferPool {
             "every pinned page has its undo"
         );
         if !self.undo.contains_key(&id) {
-            let before = self.frames.get(&id).cloned();
+            let before = match self.frames.get(&id) {
+                None => Before::New,
+                Some(f) if !f.dirty => Before::Clean,
+                Some(f) => Before::Dirty(f.clone()),
+            };
             self.undo.insert(id, before);
             self.pinned.push(id);
         }
@@ -628,7 +644,7 @@ impl BufferPool {
         self.changes.clear();
         for (id, before) in std::mem::take(&mut self.undo) {
             match before {
-                Some(f) => {
+                Before::Dirty(f) => {
                     let index = usize::from(is_index(&f));
                     let old = self
                         .frames
@@ -637,9 +653,7 @@ impl BufferPool {
                     self.index_pages = self.index_pages + index - old;
                     self.note(id);
                 }
-                None => {
-                    self.remove(id);
-                }
+                Before::New | Before::Clean => self.remove(id),
             }
         }
         debug_assert!(self.consistent(), "the pool after a rollback");
