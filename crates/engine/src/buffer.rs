@@ -559,6 +559,40 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The pages the running batch created with ids from `from` on (never
+    /// allocated before: the store's copy is nothing anyone needs), by id,
+    /// sealed: what a batch may write where they live before its record.
+    pub fn fresh(&mut self, from: PageId) -> Vec<(PageId, &[u8])> {
+        let mut ids: Vec<PageId> = self
+            .undo
+            .iter()
+            .filter(|(id, b)| **id >= from && matches!(b, Before::New))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        for id in &ids {
+            self.frames.get_mut(id).expect("pinned").page.seal();
+        }
+        ids.iter()
+            .map(|id| (*id, self.frames[id].page.bytes()))
+            .collect()
+    }
+
+    /// The running batch wrote `ids` where they live before its record: once
+    /// it commits they are clean (and without an image in the log, so a
+    /// later write back logs one first).
+    pub fn mark_stored(&mut self, ids: &[PageId]) {
+        for id in ids {
+            let f = self.frames.get_mut(id).expect("pinned");
+            debug_assert!(f.pinned && f.dirty, "page {id} of the batch");
+            f.dirty = false;
+            f.bomb = false;
+            f.log.clear();
+            f.records = 0;
+            self.set_dirty(*id, false);
+        }
+    }
+
     /// The pages the running batch changed, by page id, with what it did
     /// to each.
     pub fn batch(&self) -> Vec<(&Page, &Change)> {
@@ -609,18 +643,17 @@ impl BufferPool {
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
             debug_assert!(f.pinned, "page {id} listed as pinned");
-            debug_assert!(
-                f.dirty,
-                "page {id}: a batch's pages are dirty until written"
-            );
             f.pinned = false;
             f.lsn = disk.logged;
-            let old = self
-                .change_of
-                .insert(id, disk.logged)
-                .expect("a batch's pages are dirty");
-            self.by_change.remove(&(old, id));
-            self.by_change.insert((disk.logged, id));
+            // Dirty but for the pages the batch stored before its record.
+            if f.dirty {
+                let old = self
+                    .change_of
+                    .insert(id, disk.logged)
+                    .expect("a dirty page has a key");
+                self.by_change.remove(&(old, id));
+                self.by_change.insert((disk.logged, id));
+            }
         }
         debug_assert!(self.idle(), "a committed batch leaves nothing pinned");
         self.shrink(store, disk)

@@ -45,6 +45,9 @@ const IMAGE: u8 = 0;
 const OPS: u8 = 1;
 /// A page image without its free space: u32 head length, head, tail.
 const SPANS: u8 = 2;
+/// A new page written to the page store before the record: u32 checksum of
+/// the image written.
+const STORED: u8 = 3;
 const ENTRY_HDR: usize = 13;
 
 /// What a record says happened to one page.
@@ -52,6 +55,9 @@ const ENTRY_HDR: usize = 13;
 pub(crate) enum Entry {
     Image(Page),
     Ops(PageId, Vec<Op>),
+    /// A page the batch created, written to the page store (and made
+    /// durable) before its record, sealed with this checksum.
+    Stored(PageId, u32),
 }
 
 /// Builds a record: [`Writer::image`] and [`Writer::ops`] per page, then
@@ -115,6 +121,16 @@ impl Writer {
         self.buf.extend_from_slice(&b[..head]);
         self.buf.extend_from_slice(&b[tail..]);
     }
+
+    /// Page `id`, created by the batch and written to the page store with
+    /// checksum `crc` before the record.
+    pub fn stored(&mut self, id: PageId, crc: u32) {
+        self.entry(STORED, id, 4);
+        self.buf.extend_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Bytes [`Writer::stored`] adds.
+    pub const STORED_LEN: usize = ENTRY_HDR + 4;
 
     /// `count` encoded operations applied to page `id`.
     pub fn ops(&mut self, id: PageId, count: u16, ops: &[u8]) {
@@ -188,7 +204,9 @@ pub(crate) fn decode_images(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<
         .into_iter()
         .map(|e| match e {
             Entry::Image(p) => Ok(p),
-            Entry::Ops(..) => Err(bad(seq, "an images record holds operations")),
+            Entry::Ops(..) | Entry::Stored(..) => {
+                Err(bad(seq, "an images record holds operations"))
+            }
         })
         .collect()
 }
@@ -236,6 +254,7 @@ fn decode_entries(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<Entry>> {
                 let ops = Op::decode_all(&data[2..], count).map_err(|why| bad(seq, why))?;
                 Entry::Ops(id, ops)
             }
+            STORED if len == 4 => Entry::Stored(id, u32_at(data, 0)),
             _ => return Err(bad(seq, "an entry of unknown kind or length")),
         });
         rest = &rest[ENTRY_HDR + len..];

@@ -22,7 +22,7 @@ fn geometry(nand: bool) -> Geometry {
     Geometry {
         sector_size: 512,
         erase_unit: nand.then_some(128 << 10),
-        capacity: 24 << 20,
+        capacity: 64 << 20,
         program_once: nand,
     }
 }
@@ -63,7 +63,7 @@ fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64) -> Options {
         .buffer_pages(frames)
         .sync(sync)
         .wal_size(wal)
-        .max_size(24 << 20)
+        .max_size(64 << 20)
         .build()
         .unwrap()
 }

@@ -2,6 +2,11 @@
 
 use super::*;
 use crate::btree::NO_FREE_PAGES;
+use crate::le::u32_at;
+
+/// New pages from which a batch writes them before its record
+/// ([`Core::store_fresh`]): 1 MiB of 4 KiB pages.
+const STORE_FRESH: usize = 256;
 
 impl Core {
     /// Applies a batch of `ops` operations with `f`, logs it and commits.
@@ -33,6 +38,7 @@ impl Core {
             for attempt in 0..3 {
                 assert!(c.pool.idle(), "a batch starts with nothing pinned");
                 let before = c.meta;
+                c.batch_from = before.next_page;
                 if let Err(e) = f(&mut c.tree()) {
                     c.pool.rollback();
                     c.meta = before;
@@ -116,8 +122,10 @@ impl Core {
         }
         // What the batch's evictions changed in the store goes first.
         self.store.log_switches(&mut self.disk)?;
+        let stored = self.store_fresh()?;
         let mut wal = self.disk.journal.take().expect("the log is open");
-        let built = self.batch_record(self.store.overwrites() && self.pool.has_room());
+        let ops_first = self.store.overwrites() && self.pool.has_room();
+        let built = self.batch_record(ops_first, &stored);
         self.log_need =
             wal.record_len(built.0.len()) + self.log_reserve(&wal, self.pool.dirty_len());
         let r = match self.log_need > wal.remaining() {
@@ -130,6 +138,7 @@ impl Core {
         for id in built.1 {
             self.pool.mark_imaged(id);
         }
+        self.pool.mark_stored(&stored);
         if !self.sync {
             return Ok(None);
         }
@@ -140,12 +149,40 @@ impl Core {
         Ok(None)
     }
 
+    /// Writes the pages the running batch created where they live, before
+    /// its record, when they are many (a bulk load, a batch that splits
+    /// much): they need no image in the log, and the commit costs one flush
+    /// more. Returns them (they are then clean once the record is written),
+    /// or none.
+    fn store_fresh(&mut self) -> Result<Vec<PageId>> {
+        if !self.store.overwrites() {
+            return Ok(Vec::new());
+        }
+        let fresh = self.pool.fresh(self.batch_from);
+        if fresh.len() < STORE_FRESH {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<PageId> = fresh.iter().map(|(id, _)| *id).collect();
+        if !self.store.write_fresh(&mut self.disk, &fresh)? {
+            return Ok(Vec::new());
+        }
+        // Durable before the record that names them.
+        self.disk.flush()?;
+        Ok(ids)
+    }
+
     /// The running batch's record and the pages it holds images of;
     /// `ops_first`: operations for every page the batch did not rewrite
-    /// whole, else only for pages the log holds an image of.
-    pub(super) fn batch_record(&self, ops_first: bool) -> (redo::Writer, Vec<PageId>) {
+    /// whole, else only for pages the log holds an image of; `stored`:
+    /// pages written where they live before the record (by id).
+    pub(super) fn batch_record(
+        &self,
+        ops_first: bool,
+        stored: &[PageId],
+    ) -> (redo::Writer, Vec<PageId>) {
         let ps = self.store.page_size();
         let batch = self.pool.batch();
+        let is_stored = |id: PageId| stored.binary_search(&id).is_ok();
         let as_ops = |page: &crate::page::Page, change: &Change| match change {
             Change::Ops { bytes, .. } => {
                 (ops_first || self.pool.is_imaged(page.id())) && bytes.len() + 2 < ps
@@ -156,6 +193,7 @@ impl Core {
         let size = batch
             .iter()
             .map(|&(page, change)| match (change, as_ops(page, change)) {
+                _ if is_stored(page.id()) => redo::Writer::STORED_LEN,
                 (Change::Ops { bytes, .. }, true) => redo::Writer::ops_len(bytes),
                 _ => redo::Writer::image_len(page),
             })
@@ -164,6 +202,7 @@ impl Core {
         let mut imaged = Vec::new();
         for (page, change) in batch {
             match (change, as_ops(page, change)) {
+                _ if is_stored(page.id()) => rec.stored(page.id(), u32_at(page.bytes(), 0)),
                 (Change::Ops { count, bytes }, true) => rec.ops(page.id(), *count, bytes),
                 _ => {
                     rec.image(page);

@@ -125,6 +125,9 @@ struct Core {
     /// Log bytes the last batch that did not fit needed (its record and
     /// the room kept for write-backs).
     log_need: u64,
+    /// `next_page` when the running batch began: pages it allocates from
+    /// there on were never allocated before.
+    batch_from: PageId,
 }
 
 /// An embedded, ordered key-value store on a [`BlockDevice`].

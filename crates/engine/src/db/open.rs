@@ -164,6 +164,7 @@ impl Core {
             switches: 0,
             stalls: 0,
             log_need: 0,
+            batch_from: 0,
             writer: opts.writer,
             writer_inline: false,
             store,

@@ -33,6 +33,7 @@ impl Core {
     pub(super) fn recover(&mut self, records: Vec<Logged>) -> Result<()> {
         let ps = self.store.page_size();
         let mut decoded: Vec<Decoded> = Vec::new();
+        let mut seqs = Vec::new();
         for Logged { seq, kind, payload } in records {
             decoded.push(match kind {
                 BATCH_RECORD => decode_batch_images(&payload, ps, seq)?,
@@ -46,6 +47,7 @@ impl Core {
                     continue;
                 }
             });
+            seqs.push(seq);
         }
         let first_image = first_images(&decoded);
         debug_assert!(
@@ -60,11 +62,30 @@ impl Core {
                 match e {
                     Entry::Image(p) => self.pool.install(p),
                     // The page's first image, later in the log, holds these.
-                    Entry::Ops(id, _) if first_image.get(&id).is_some_and(|&f| f > i) => {}
+                    Entry::Ops(id, _) | Entry::Stored(id, _)
+                        if first_image.get(&id).is_some_and(|&f| f > i) => {}
                     Entry::Ops(id, ops) => self.replay_ops(id, &ops)?,
+                    Entry::Stored(id, crc) => self.replay_stored(id, crc, seqs[i])?,
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A page batch record `seq` created and wrote to the page store before
+    /// it: read back from there, it must be the image written (else the
+    /// write was lost or went astray). No later image of it is in the log
+    /// (that one would hold it): the store still holds this one.
+    fn replay_stored(&mut self, id: PageId, crc: u32, seq: u64) -> Result<()> {
+        let page = self.store.read(&mut self.disk, id)?;
+        if u32_at(page.bytes(), 0) != crc {
+            return Err(corrupt(
+                Structure::LogRecord,
+                Location::Record(seq),
+                "a page it wrote before it does not read back: the write was lost or went astray",
+            ));
+        }
+        self.pool.install(page);
         Ok(())
     }
 
@@ -124,7 +145,9 @@ fn images(pages: Vec<Page>) -> Vec<Entry> {
     pages.into_iter().map(Entry::Image).collect()
 }
 
-/// Index of the first record holding an image of each page.
+/// Index of the first record holding an image of each page (a page a
+/// batch stored before its record is not counted: a later image of it is
+/// the newer state, and the store's copy is that one's).
 fn first_images(decoded: &[Decoded]) -> FxHashMap<PageId, usize> {
     let mut first = FxHashMap::default();
     for (i, (_, entries)) in decoded.iter().enumerate() {

@@ -374,6 +374,23 @@ impl PageStore for InPlace {
         Ok(())
     }
 
+    fn write_fresh(&mut self, disk: &mut Disk, pages: &[(PageId, &[u8])]) -> Result<bool> {
+        if self.scratch.is_some() || disk.geo.program_once {
+            return Ok(false);
+        }
+        let runs = pages
+            .iter()
+            .map(|&(id, img)| {
+                assert_eq!(img.len(), self.page_size, "page {id}: a whole page");
+                (self.offset(id), img.to_vec())
+            })
+            .collect();
+        // In requests of up to the write size, as every write back.
+        self.write_runs(disk, runs)?;
+        self.stats.page_writes += pages.len() as u64;
+        Ok(true)
+    }
+
     fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()> {
         let len = bytes.min(self.region);
         if self.start + len < self.used(next_page) {

@@ -105,6 +105,14 @@ pub(crate) trait PageStore: Send + Sync {
     fn verify(&mut self, _disk: &mut Disk) -> Result<()> {
         Ok(())
     }
+    /// Writes pages a batch created, never written before, where they live
+    /// (sealed images, by page id), in runs of consecutive pages; not
+    /// durable until the device is flushed. Only a store that overwrites
+    /// pages in place writes them so ([`PageStore::overwrites`]); by
+    /// default nothing is written and `false` returned.
+    fn write_fresh(&mut self, _disk: &mut Disk, _pages: &[(PageId, &[u8])]) -> Result<bool> {
+        Ok(false)
+    }
     /// Logs what the store's writes since the last call must make durable
     /// (the in-page-logging store's map switches), after making the pages
     /// they name durable: called before a batch's record is appended and

@@ -52,7 +52,8 @@ pub fn workload_big(rng: &mut SmallRng, n: usize, keys: u32, big: usize) -> Vec<
             (0..rng.gen_range(big / 4..=big))
                 .map(|_| {
                     let k = format!("k{:05}", rng.gen_range(0..keys)).into_bytes();
-                    (k, rng.gen_bool(0.9).then(|| vec![rng.gen::<u8>(); 100]))
+                    let len = rng.gen_range(50..800);
+                    (k, rng.gen_bool(0.9).then(|| vec![rng.gen::<u8>(); len]))
                 })
                 .collect(),
         );
