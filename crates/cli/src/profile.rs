@@ -41,10 +41,10 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub(crate) force: bool,
     /// Seconds each run lasts (--path only) [default: 5 when --ops is not given].
-    #[arg(long, value_name = "SECONDS", conflicts_with = "ops", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", conflicts_with = "ops", value_parser = crate::units::seconds)]
     pub(crate) duration: Option<f64>,
     /// Seconds of the same pattern run unmeasured before each run (--path only) [default: 1].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::units::seconds)]
     pub(crate) warmup: Option<f64>,
     /// Access patterns: sr (sequential read), rr (random read), sw, rw, mix (50/50 random).
     #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw", value_parser = parse_pattern)]
@@ -97,15 +97,6 @@ fn parse_ops(s: &str) -> Result<u64, String> {
         })
         .filter(|v| (1..=max).contains(v));
     v.ok_or_else(|| format!("'{s}' is not a whole number of requests from 1 to {max} (1e12)"))
-}
-
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a number of seconds between 0 and 86400"
-        )),
-    }
 }
 
 pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {

@@ -21,6 +21,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use flashkv_device::{presets, DataStore, SimDevice};
 use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
 
+use crate::error::CliError;
+
 #[derive(Args)]
 pub struct KvArgs {
     /// File holding the store (or the simulated device's data with --device).
@@ -30,8 +32,8 @@ pub struct KvArgs {
     /// existing file that is not a store is refused and left untouched).
     #[arg(long)]
     create: bool,
-    /// Seconds to wait for another process that has the store open.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds to wait for another process that has the store open (0 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::units::seconds)]
     wait: f64,
     /// Run on a simulated device preset (see `flashkv devices`).
     #[arg(long)]
@@ -213,7 +215,14 @@ fn open(args: &KvArgs, read: bool) -> Result<Db, Fail> {
             args.db.display()
         )));
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(args.wait.clamp(0.0, 86_400.0));
+    if fresh {
+        // A missing directory, or /dev, is the user's to fix: exit 2.
+        crate::files::inspect("--db", &args.db).map_err(|e| match e {
+            CliError::Usage(m) => Fail::Usage(m),
+            CliError::Failed(m) => Fail::Run(m),
+        })?;
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(args.wait);
     loop {
         let r = match &args.device {
             None if fresh => Db::create(&args.db, opts.clone()),
@@ -269,7 +278,7 @@ fn open_on_device(args: &KvArgs, name: &str, fresh: bool, opts: Options) -> Resu
 /// waiting up to `wait` seconds for another process that holds it.
 fn lock(file: &std::fs::File, path: &Path, wait: f64) -> Result<(), Fail> {
     use std::os::unix::io::AsRawFd;
-    let deadline = Instant::now() + Duration::from_secs_f64(wait.clamp(0.0, 86_400.0));
+    let deadline = Instant::now() + Duration::from_secs_f64(wait);
     loop {
         // SAFETY: flock only reads its integer arguments; `file` is open.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {

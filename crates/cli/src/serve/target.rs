@@ -9,12 +9,12 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use flashkv_device::{presets, BlockDevice, DeviceSpec, FileDevice, FileOptions, SimDevice};
-use flashkv_hybrid::{HybridDevice, Options};
+use flashkv_hybrid::Options;
 use flashkv_lab::real::{HEADER, MARKER};
 
 use crate::error::CliError;
 use crate::files::{self, Created, Found};
-use crate::hybrid::hybrid_error;
+use crate::hybrid::PairArg;
 use crate::units::human;
 
 /// An opened device and the window of it to export.
@@ -56,19 +56,11 @@ pub fn spec(path: &Path) -> Result<Target, CliError> {
     Ok(whole(Box::new(dev), spec.name))
 }
 
-/// `SSD,HDD`: two presets, the cache first, as `replay --hybrid` takes them.
-pub fn hybrid(pair: &str) -> Result<Target, CliError> {
-    let Some((s, h)) = pair.split_once(',') else {
-        return Err(usage(format!(
-            "--hybrid takes SSD,HDD (two presets), got '{pair}'"
-        )));
-    };
-    let (ssd, hdd) = (preset(s)?, preset(h)?);
-    let dev = HybridDevice::create(ssd.dev, hdd.dev, Options::default()).map_err(hybrid_error)?;
-    Ok(whole(
-        Box::new(dev),
-        format!("hybrid({},{})", ssd.name, hdd.name),
-    ))
+/// `SSD,HDD`: two presets, the cache first, as `replay --hybrid` takes
+/// them, or the two files `hybrid create` made.
+pub fn hybrid(pair: &PairArg) -> Result<Target, CliError> {
+    let (dev, name) = pair.open(Options::default())?;
+    Ok(whole(Box::new(dev), name))
 }
 
 /// A real file: made at `size` when missing, else one flashkv made, else
