@@ -38,7 +38,33 @@ enum Action {
     /// else --force.
     Create(Pair),
     /// Open an existing hybrid on two files, recover it and print its state.
-    Inspect(Pair),
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The SSD file of a pair `hybrid create` made (it holds the superblock).
+    #[arg(long, value_name = "PATH")]
+    ssd: String,
+    /// The HDD file of the pair.
+    #[arg(long, value_name = "PATH")]
+    hdd: String,
+    /// Print only JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl From<InspectArgs> for Pair {
+    fn from(a: InspectArgs) -> Pair {
+        Pair {
+            ssd: a.ssd,
+            hdd: a.hdd,
+            ssd_size: None,
+            hdd_size: None,
+            force: false,
+            json: a.json,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -225,7 +251,7 @@ pub fn run(a: HybridArgs) -> ExitCode {
 fn run_inner(a: HybridArgs) -> Result<ExitCode, CliError> {
     let (action, p) = match a.action {
         Action::Create(p) => ("create", p),
-        Action::Inspect(p) => ("inspect", p),
+        Action::Inspect(a) => ("inspect", a.into()),
     };
     let create = action == "create";
     if create {
@@ -269,11 +295,6 @@ fn check_inspect(p: &Pair) -> Result<(), CliError> {
     if is_preset(&p.ssd) || is_preset(&p.hdd) {
         return Err(usage(
             "inspect needs two files: a preset lives in memory for one run only".into(),
-        ));
-    }
-    if p.force || p.ssd_size.is_some() || p.hdd_size.is_some() {
-        return Err(usage(
-            "--force, --ssd-size and --hdd-size apply to create only".into(),
         ));
     }
     check_pair_files("", &p.ssd, &p.hdd)

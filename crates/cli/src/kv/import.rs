@@ -20,9 +20,17 @@ use super::Fail;
 pub struct ImportArgs {
     /// File to read; `-` or nothing reads stdin.
     file: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "tsv")]
+    /// Layout of the input: tsv (key<TAB>value lines, escaped as scan
+    /// prints them) or jsonl ({"key": ..., "value": ...} lines).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "tsv",
+        hide_possible_values = true,
+        value_name = "tsv|jsonl"
+    )]
     input_format: TextFormat,
-    /// Pairs per atomic commit.
+    /// Pairs per atomic commit (1 to 10,000,000).
     #[arg(long, default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     batch: u64,
