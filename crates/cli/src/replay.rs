@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::{print_json, CliError};
 use crate::hybrid::PairArg;
+use crate::progress::{self, Progress};
 
 /// Replay a block trace (MSR Cambridge CSV, SPC/UMass, DiskSim ASCII or
 /// blkparse text) on a device preset or on a hybrid of two presets, and report
@@ -178,7 +179,17 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage(no_records(&a)));
     }
     let mut failure = None;
-    let stream = records(&a)?.map_while(|r| r.map_err(|e| failure = Some(e)).ok());
+    let bar = Progress::new("replay", n, progress::Unit::Count("records"));
+    let started = std::time::Instant::now();
+    let mut k = 0u64;
+    let stream = records(&a)?
+        .map_while(|r| r.map_err(|e| failure = Some(e)).ok())
+        .inspect(|_| {
+            k += 1;
+            if k % 4096 == 0 {
+                bar.advance_to(k, "");
+            }
+        });
     let timing = if a.back_to_back {
         Timing::BackToBack
     } else {
@@ -191,6 +202,8 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     if let Some(e) = failure {
         return Err(trace_error(&a, e));
     }
+    bar.finished(n, &a.trace.display().to_string(), started.elapsed());
+    bar.finish();
     if a.json {
         print_json(&out)?;
     } else {

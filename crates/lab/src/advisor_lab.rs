@@ -141,6 +141,7 @@ mod tests {
             out: dir.path().to_path_buf(),
             seed: 1,
             on_progress: Box::new(|_| {}),
+            on_point: Box::new(|| {}),
         };
         let s = Experiment::Advisor.run(&opts).unwrap();
         let all = s.json.as_array().unwrap();

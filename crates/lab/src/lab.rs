@@ -18,6 +18,9 @@ pub struct LabOptions {
     pub seed: u64,
     /// Called with a short description before each run (progress display).
     pub on_progress: Box<dyn Fn(&str)>,
+    /// Called when a point of an experiment's grid is done (progress
+    /// display: a run's work is counted in points).
+    pub on_point: Box<dyn Fn()>,
 }
 
 impl LabOptions {
@@ -130,7 +133,11 @@ impl Experiment {
         let outputs = self
             .points(opts.quick)
             .iter()
-            .map(|p| self.run_point(&p.params, opts))
+            .map(|p| {
+                let out = self.run_point(&p.params, opts);
+                (opts.on_point)();
+                out
+            })
             .collect::<Result<Vec<_>, _>>()?;
         self.report(opts, &outputs)
     }

@@ -16,6 +16,7 @@ fn run(out: &Path, experiments: &[Experiment]) {
         out: out.to_path_buf(),
         seed: 1,
         on_progress: Box::new(|_| {}),
+        on_point: Box::new(|| {}),
     };
     lab::run(experiments, &opts).unwrap();
 }
