@@ -45,6 +45,8 @@ pub struct Section {
     pub markdown: String,
     /// Its rows, for `--json`.
     pub json: serde_json::Value,
+    /// The seed's claims it checks, with their verdicts (the scorecard).
+    pub claims: Vec<crate::scorecard::Claim>,
 }
 
 /// The experiments `flashkv lab` knows, in the order it runs them.
