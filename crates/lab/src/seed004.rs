@@ -268,14 +268,14 @@ fn table_of(title: &str, rs: &[&Row]) -> Table {
             "error",
             "seed ms",
             "model ms",
-            "",
+            "within 15 %",
         ],
     );
     for r in rs {
         let mark = match (r.gated, r.within_tolerance) {
             (true, true) => "ok",
             (true, false) => "MISS",
-            (false, _) => "",
+            (false, _) => "(not gated)",
         };
         tab.push(vec![
             size_label(r.block_size),

@@ -232,7 +232,10 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         "a table of contents"
     );
     // Figures in the seed's order: 6.2 before 6.10.
-    let at = |f: &str| html.find(f).unwrap_or_else(|| panic!("{f}"));
+    let at = |f: &str| {
+        html.find(&format!("<img src=\"{f}"))
+            .unwrap_or_else(|| panic!("{f}"))
+    };
     assert!(at("ipl/fig6_2-") < at("ipl/fig6_10-") && at("ipl/fig6_9-") < at("ipl/fig6_10-"));
     assert!(at("hybrid/pattern_original.svg") < at("hybrid/pattern_hybrid_ssd.svg"));
     assert!(at("hybrid/pattern_hybrid_ssd.svg") < at("hybrid/pattern_hybrid_hdd.svg"));
