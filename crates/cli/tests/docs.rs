@@ -133,8 +133,9 @@ fn every_documented_command_runs_as_written() {
                 continue;
             }
             let run = cmd
-                .replace("/var/tmp/", &scratch)
-                .replace("/tmp/", &scratch);
+                .replace("/var/tmp/", "\u{0}")
+                .replace("/tmp/", &scratch)
+                .replace('\u{0}', &scratch);
             let o = Command::new("timeout")
                 .args(["300", "bash", "-o", "pipefail", "-c", &run])
                 .current_dir(dir.path())
