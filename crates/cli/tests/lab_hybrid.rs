@@ -66,7 +66,7 @@ fn lab_hybrid_writes_rows_files_and_plots() {
     // not its log disk (they once shared a file name, the log's winning).
     let fig = |f: &str| std::fs::read_to_string(out.join("hybrid").join(f)).unwrap();
     assert!(fig("pattern_original.svg").contains("Fig. 4a"));
-    assert!(fig("pattern_original_log.svg").contains("log's own HDD"));
+    assert!(fig("pattern_original_log.svg").contains("own HDD, original run"));
     assert!(!fig("pattern_hybrid_log.svg").contains("Fig. 4c"));
     assert_ne!(fig("pattern_original.svg"), fig("pattern_original_log.svg"));
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();

@@ -22,6 +22,10 @@ use plotters::style::text_anchor;
 
 use crate::report::size_label;
 
+/// A series to draw: its index (which fixes its look), the series and its
+/// points in plot space.
+type Drawn<'a> = (usize, &'a Series, Vec<(f64, f64)>);
+
 /// One line of a plot.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Series {
@@ -485,11 +489,7 @@ impl Plot<'_> {
 
     /// The series that have something to draw, with their index (which
     /// fixes their look) and their points in plot space.
-    fn drawn(
-        &self,
-        x: &(Axis, f64, String),
-        y: &(Axis, f64, String),
-    ) -> Vec<(usize, &Series, Vec<(f64, f64)>)> {
+    fn drawn(&self, x: &(Axis, f64, String), y: &(Axis, f64, String)) -> Vec<Drawn<'_>> {
         self.series
             .iter()
             .enumerate()
@@ -588,7 +588,7 @@ impl Plot<'_> {
         &self,
         area: &DrawingArea<DB, Shift>,
         width: f64,
-        drawn: &[(usize, &Series, Vec<(f64, f64)>)],
+        drawn: &[Drawn],
     ) -> Result<(), Box<dyn std::error::Error>>
     where
         DB::ErrorType: 'static,

@@ -124,7 +124,7 @@ fn files(out: &Path, name: &str) -> Vec<String> {
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|f| f != SECTION_FILE && f != CLAIMS_FILE)
         .collect();
-    v.sort_by(|a, b| natural(a).cmp(&natural(b)));
+    v.sort_by_key(|f| natural(f));
     v
 }
 
@@ -357,7 +357,18 @@ fn svg_title(svg: &str) -> Option<String> {
     let body = &svg[start..];
     let open = body.find('>')? + 1;
     let close = body.find("</text>")?;
-    Some(body[open..close].trim().to_string())
+    let text = body[open..close].trim();
+    // XML's entities, as SVG writers escape text (`&amp;` last).
+    let plain = [
+        ("&apos;", "'"),
+        ("&quot;", "\""),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text.to_string(), |t, (e, c)| t.replace(e, c));
+    Some(plain)
 }
 
 /// The figure number a title gives (`Figure 6.2: ...`, `seed Fig. 4a`).
@@ -438,6 +449,8 @@ mod tests {
         assert!(natural("6.2") < natural("6.10") && natural("4a") < natural("4b"));
         let svg = "<svg><rect/><text x=\"1\">\nFigure 6.2: Runtime\n</text><text>x</text></svg>";
         assert_eq!(svg_title(svg).as_deref(), Some("Figure 6.2: Runtime"));
+        let svg = "<svg><text>The log&apos;s disk &amp;amp; more</text></svg>";
+        assert_eq!(svg_title(svg).as_deref(), Some("The log's disk &amp; more"));
     }
 
     #[test]
