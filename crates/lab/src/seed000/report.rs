@@ -63,6 +63,7 @@ pub fn write(opts: &LabOptions, rows: Vec<Row>) -> Result<Section, LabError> {
             text.iter().map(|(_, m)| m.as_str()).collect::<String>()
         ),
         json,
+        claims: super::claims::claims(&comparisons),
     })
 }
 
