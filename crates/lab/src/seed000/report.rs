@@ -204,7 +204,7 @@ fn comparison_table(c: &Comparison) -> (Table, String) {
             "{} — seed | model; {} of {} cells agree",
             c.title, c.agree, c.total
         ),
-        &["", "sr", "rr", "sw", "rw"],
+        &[rows_are(c), "sr", "rr", "sw", "rw"],
     );
     let mut rows: Vec<&str> = Vec::new();
     for x in &c.cells {
@@ -236,6 +236,16 @@ fn comparison_table(c: &Comparison) -> (Table, String) {
         ));
     }
     (t, notes)
+}
+
+/// What a comparison's rows are: block sizes (Tables 3.2 and 3.3) or the
+/// seed's drives (its stated best block sizes).
+fn rows_are(c: &Comparison) -> &'static str {
+    if c.name.starts_with("table") {
+        "block"
+    } else {
+        "drive"
+    }
 }
 
 /// Experiment 2: one table per drive, file sizes down, patterns across.
