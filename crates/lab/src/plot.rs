@@ -673,14 +673,21 @@ fn time_unit(label: &str, values: &[f64]) -> (Unit, f64, String) {
     (Unit::Plain, per / secs, shown)
 }
 
+/// `s` in at most `max` characters: the middle gives way to an ellipsis,
+/// so names that differ at the end (`… rr`, `… rw`, `… cold`, `… hot`)
+/// stay apart in a legend.
 fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= max {
+        return s.to_string();
     }
+    let keep = max.saturating_sub(1);
+    let tail = keep / 3;
+    let head = keep - tail;
+    let mut t: String = chars[..head].iter().collect();
+    t.push('…');
+    t.extend(&chars[chars.len() - tail..]);
+    t
 }
 
 #[cfg(test)]
@@ -768,6 +775,20 @@ mod tests {
         assert!((k - 1e3).abs() < 1e-9);
         let (unit, k, label) = time_unit("IOPS", &[1.0]);
         assert_eq!((unit, k, label.as_str()), (Unit::Count, 1.0, "IOPS"));
+    }
+
+    #[test]
+    fn long_legend_names_keep_their_ends() {
+        let (a, b) = (
+            shorten("kingston-microsd-1g rr", 21),
+            shorten("kingston-microsd-1g rw", 21),
+        );
+        assert_eq!(a, "kingston-micro…-1g rr");
+        assert_ne!(a, b);
+        assert_eq!(a.chars().count(), 21);
+        assert_eq!(shorten("hdd-7200 rr", 21), "hdd-7200 rr");
+        assert_eq!(shorten("abcdef", 4), "ab…f");
+        assert_eq!(shorten("abcdef", 1), "…");
     }
 
     #[test]
