@@ -77,6 +77,7 @@ pub fn run_point<'py>(
                 out,
                 seed,
                 on_progress: Box::new(|_| {}),
+                on_point: Box::new(|| {}),
             };
             e.run_point(&params, &opts)
         })

@@ -1,12 +1,13 @@
 """The lab's points from Python, local sweeps, frames, a lazy import."""
 
+import os
 import subprocess
 import sys
 
 import pytest
 
 import flashkv
-from conftest import cli_json
+from conftest import ROOT, cli_json
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +88,14 @@ def test_import_loads_neither_pandas_nor_dask():
     code = "import flashkv, sys; print(sorted(m for m in ('pandas', 'dask', 'distributed', 'tqdm') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_profile_benchmark_runs_from_the_repository_root(cli):
+    """The README runs `python python/benchmarks/profile_vs_cli.py` from the root."""
+    env = dict(os.environ, FLASHKV_BIN=str(cli))
+    p = subprocess.run(
+        [sys.executable, "python/benchmarks/profile_vs_cli.py", "--ops", "200", "--repeat", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "Python / CLI:" in p.stdout

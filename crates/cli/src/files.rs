@@ -33,7 +33,14 @@ pub fn inspect(flag: &str, path: &Path) -> Result<Found, CliError> {
         ))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let dir = parent(path);
-            if dir.is_dir() {
+            if dir.is_dir() && on_devtmpfs(dir) {
+                // `/dev/sdb` mistyped or absent: a file made there would be
+                // taken for the device (and fill the RAM-backed /dev).
+                Err(usage(format!(
+                    "{flag} {shown}: no such device, and flashkv does not create files in {} (a device directory)",
+                    dir.display()
+                )))
+            } else if dir.is_dir() {
                 Ok(Found::Missing)
             } else {
                 Err(usage(format!(
@@ -62,6 +69,37 @@ pub fn check_out_dir(flag: &str, path: &Path) -> Result<(), CliError> {
             parent(path).display()
         ))),
     }
+}
+
+/// Whether `dir` is `/dev` or under it, or on a devtmpfs mount: where
+/// device nodes live and no file should be created.
+pub fn on_devtmpfs(dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    if dir.starts_with("/dev") {
+        return true;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return false;
+    };
+    mount_fstype(&info, &dir).is_some_and(|t| t == "devtmpfs")
+}
+
+/// The file-system type of the mount that holds `dir` (the longest mount
+/// point that is a prefix of it), from `/proc/self/mountinfo`'s text.
+fn mount_fstype<'a>(mountinfo: &'a str, dir: &Path) -> Option<&'a str> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let point = fields.get(4)?.replace("\\040", " ");
+            let dash = fields.iter().position(|f| *f == "-")?;
+            let fstype = *fields.get(dash + 1)?;
+            dir.starts_with(&point).then_some((point.len(), fstype))
+        })
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, t)| t)
 }
 
 /// The directory a path lives in (`.` for a bare name).
@@ -160,6 +198,25 @@ mod tests {
         assert!(msg(inspect("--x", dir.path())).ends_with("is a directory"));
         let deep = dir.path().join("no/such");
         assert!(msg(inspect("--x", &deep)).ends_with("/no does not exist"));
+    }
+
+    #[test]
+    fn device_directories_are_recognised() {
+        assert!(on_devtmpfs(Path::new("/dev")));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!on_devtmpfs(dir.path()));
+        let info = "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n\
+                    24 22 0:6 / /mnt/my\\040dev rw - devtmpfs devtmpfs rw\n";
+        assert_eq!(
+            mount_fstype(info, Path::new("/mnt/my dev/x")),
+            Some("devtmpfs")
+        );
+        assert_eq!(mount_fstype(info, Path::new("/mnt/other")), Some("ext4"));
+        let msg = match inspect("--path", Path::new("/dev/flashkv-no-such-device")) {
+            Err(CliError::Usage(m)) => m,
+            _ => panic!("a missing /dev path must be refused"),
+        };
+        assert!(msg.contains("no such device"), "{msg}");
     }
 
     #[test]

@@ -38,7 +38,33 @@ enum Action {
     /// else --force.
     Create(Pair),
     /// Open an existing hybrid on two files, recover it and print its state.
-    Inspect(Pair),
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The SSD file of a pair `hybrid create` made (it holds the superblock).
+    #[arg(long, value_name = "PATH")]
+    ssd: String,
+    /// The HDD file of the pair.
+    #[arg(long, value_name = "PATH")]
+    hdd: String,
+    /// Print only JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl From<InspectArgs> for Pair {
+    fn from(a: InspectArgs) -> Pair {
+        Pair {
+            ssd: a.ssd,
+            hdd: a.hdd,
+            ssd_size: None,
+            hdd_size: None,
+            force: false,
+            json: a.json,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -140,6 +166,60 @@ fn is_preset(arg: &str) -> bool {
     presets::get(arg).is_ok()
 }
 
+/// A `--hybrid SSD,HDD` argument of `serve` and `replay`: two presets (a
+/// fresh hybrid in memory for this run) or the two files `hybrid create`
+/// made (opened and recovered; writes land in them).
+pub(crate) enum PairArg {
+    Presets(String, String),
+    Files(String, String),
+}
+
+impl PairArg {
+    pub(crate) fn parse(pair: &str) -> Result<Self, CliError> {
+        let Some((s, h)) = pair.split_once(',') else {
+            return Err(usage(format!(
+                "--hybrid takes SSD,HDD (two presets or the two files of `hybrid create`), got '{pair}'"
+            )));
+        };
+        let (s, h) = (s.trim().to_string(), h.trim().to_string());
+        match (is_preset(&s), is_preset(&h)) {
+            (true, true) => Ok(PairArg::Presets(s, h)),
+            (false, false) if Path::new(&s).exists() || Path::new(&h).exists() => {
+                Ok(PairArg::Files(s, h))
+            }
+            (false, false) => Err(usage(format!(
+                "--hybrid {pair}: neither presets (see `flashkv devices`) nor existing files"
+            ))),
+            _ => Err(usage(format!(
+                "--hybrid {pair}: give two presets or two files (a preset lives in memory for one run)"
+            ))),
+        }
+    }
+
+    /// Whether the pair is two real files (paced by their hardware).
+    pub(crate) fn is_files(&self) -> bool {
+        matches!(self, PairArg::Files(..))
+    }
+
+    /// The hybrid: created over two presets, or opened (recovered) on the files.
+    pub(crate) fn open(&self, opts: Options) -> Result<(HybridDevice, String), CliError> {
+        match self {
+            PairArg::Presets(s, h) => {
+                let (ssd, hdd) = (open_device(s, None, false)?, open_device(h, None, false)?);
+                let dev = HybridDevice::create(ssd, hdd, opts).map_err(hybrid_error)?;
+                Ok((dev, format!("hybrid({s},{h})")))
+            }
+            PairArg::Files(s, h) => {
+                check_pair_files("--hybrid", s, h)?;
+                let ssd = open_side("--hybrid", s, None, false, &mut Created::default())?;
+                let hdd = open_side("--hybrid", h, None, false, &mut Created::default())?;
+                let dev = HybridDevice::open(ssd, hdd, opts).map_err(hybrid_error)?;
+                Ok((dev, format!("hybrid({s},{h})")))
+            }
+        }
+    }
+}
+
 /// Layout, options and an unformatted SSD are the user's to fix; device
 /// failures and damage found on the SSD are not.
 pub(crate) fn hybrid_error(e: HybridError) -> CliError {
@@ -171,7 +251,7 @@ pub fn run(a: HybridArgs) -> ExitCode {
 fn run_inner(a: HybridArgs) -> Result<ExitCode, CliError> {
     let (action, p) = match a.action {
         Action::Create(p) => ("create", p),
-        Action::Inspect(p) => ("inspect", p),
+        Action::Inspect(a) => ("inspect", a.into()),
     };
     let create = action == "create";
     if create {
@@ -217,20 +297,29 @@ fn check_inspect(p: &Pair) -> Result<(), CliError> {
             "inspect needs two files: a preset lives in memory for one run only".into(),
         ));
     }
-    if p.force || p.ssd_size.is_some() || p.hdd_size.is_some() {
-        return Err(usage(
-            "--force, --ssd-size and --hdd-size apply to create only".into(),
-        ));
-    }
-    for (flag, arg) in [("--ssd", &p.ssd), ("--hdd", &p.hdd)] {
+    check_pair_files("", &p.ssd, &p.hdd)
+}
+
+/// Two existing files, the SSD one carrying a hybrid superblock. `flag`
+/// names the argument in errors (empty: `--ssd` and `--hdd`).
+fn check_pair_files(flag: &str, ssd: &str, hdd: &str) -> Result<(), CliError> {
+    let (sf, hf) = match flag {
+        "" => ("--ssd", "--hdd"),
+        f => (f, f),
+    };
+    for (flag, arg) in [(sf, ssd), (hf, hdd)] {
         if files::inspect(flag, Path::new(arg))? == Found::Missing {
             return Err(usage(format!("{flag} {arg}: no such file")));
         }
     }
-    if !has_hybrid_superblock(Path::new(&p.ssd)) {
+    if files::same_file(Path::new(ssd), Path::new(hdd)) {
         return Err(usage(format!(
-            "--ssd {}: not a flashkv hybrid cache (no superblock at offset 0 or 4 KiB)",
-            p.ssd
+            "{sf} {ssd}: the SSD and the HDD are the same file; the hybrid needs two devices"
+        )));
+    }
+    if !has_hybrid_superblock(Path::new(ssd)) {
+        return Err(usage(format!(
+            "{sf} {ssd}: not a flashkv hybrid cache (no superblock at offset 0 or 4 KiB); make one with `flashkv hybrid create`"
         )));
     }
     Ok(())

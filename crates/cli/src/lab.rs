@@ -115,12 +115,19 @@ pub fn run(a: LabArgs) -> Result<ExitCode, CliError> {
         return list_points(&experiments, a.quick, a.json);
     }
     crate::files::check_out_dir("--out", &a.out)?;
-    let progress = LabProgress::new(experiments.iter().map(|e| e.name()).collect());
+    let points = match a.shard {
+        Some(s) => (0..shard::plan(&experiments, a.quick).len())
+            .filter(|&k| s.holds(k))
+            .count(),
+        None => experiments.iter().map(|e| e.points(a.quick).len()).sum(),
+    };
+    let progress = LabProgress::new(Some(points as u64));
     let opts = LabOptions {
         quick: a.quick,
         out: a.out.clone(),
         seed: a.seed,
         on_progress: progress.callback(),
+        on_point: progress.point_callback(),
     };
     if let Some(s) = a.shard {
         let (file, path) = shard::run(&experiments, s, &opts)?;
@@ -191,7 +198,8 @@ fn list_points(experiments: &[Experiment], quick: bool, json: bool) -> Result<Ex
 
 fn merge(m: MergeArgs) -> Result<ExitCode, CliError> {
     crate::files::check_out_dir("--out", &m.out)?;
-    let progress = LabProgress::new(Experiment::KNOWN.iter().map(|e| e.name()).collect());
+    // A merge runs no points: the bar counts the experiments it reports.
+    let progress = LabProgress::new(None);
     let sections = shard::merge(&m.dirs, &m.out, progress.callback()).map_err(|e| match e {
         flashkv_lab::lab::LabError::Shard(msg) => CliError::Usage(msg),
         other => other.into(),

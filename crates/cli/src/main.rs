@@ -133,6 +133,49 @@ mod tests {
         Cli::command().debug_assert();
     }
 
+    /// Every argument of every command says what it is, and the key and
+    /// value formats are described once, in `kv --help`, not on every kv
+    /// subcommand.
+    #[test]
+    fn help_describes_every_argument_once() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let builtin = matches!(a.get_id().as_str(), "help" | "version");
+                if !builtin
+                    && !a.is_hide_set()
+                    && a.get_help().is_none()
+                    && a.get_long_help().is_none()
+                {
+                    missing.push(format!("{path} {}", a.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "flashkv", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:?}");
+
+        let mut cli = Cli::command();
+        cli.build();
+        let kv = cli.find_subcommand_mut("kv").expect("kv");
+        let top = kv.render_long_help().to_string();
+        assert!(
+            top.contains("two digits per"),
+            "kv --help describes the formats"
+        );
+        for sub in kv.get_subcommands_mut() {
+            let help = sub.render_long_help().to_string();
+            assert!(
+                !help.contains("two digits per"),
+                "{} repeats the formats",
+                sub.get_name()
+            );
+            assert!(help.lines().count() < 60, "{}: {help}", sub.get_name());
+        }
+    }
+
     /// Words a user might type, valid or not, and arbitrary strings.
     fn word() -> impl Strategy<Value = String> {
         const KNOWN: &[&str] = &[

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 use clap::Args;
 use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
@@ -10,6 +11,7 @@ use flashkv_lab::profile::{self, Pattern, ProfileRow, ProfileSpec};
 use flashkv_lab::report::{f, size_label, Table};
 
 use crate::error::{print_json, CliError};
+use crate::progress::{Progress, Unit};
 
 /// Profile a simulated device: for each access pattern and block size, run
 /// N requests (write patterns on a span written once beforehand, as fio users
@@ -48,10 +50,10 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub(crate) force: bool,
     /// Seconds each run lasts (--path only) [default: 5 when --ops is not given].
-    #[arg(long, value_name = "SECONDS", conflicts_with = "ops", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", conflicts_with = "ops", value_parser = crate::units::seconds)]
     pub(crate) duration: Option<f64>,
     /// Seconds of the same pattern run unmeasured before each run (--path only) [default: 1].
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::units::seconds)]
     pub(crate) warmup: Option<f64>,
     /// Access patterns: sr (sequential read), rr (random read), sw, rw, mix (50/50 random).
     #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw", value_parser = parse_pattern)]
@@ -126,15 +128,6 @@ fn parse_ops(s: &str) -> Result<u64, String> {
     v.ok_or_else(|| format!("'{s}' is not a whole number of requests from 1 to {max} (1e12)"))
 }
 
-fn parse_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a number of seconds between 0 and 86400"
-        )),
-    }
-}
-
 pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
     if !a.cache.is_empty() {
         return crate::profile_cache::run(&a);
@@ -185,16 +178,7 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         profile::validate(&probe, s)?;
     }
 
-    let bar = indicatif::ProgressBar::new(specs.len() as u64);
-    let mut rows = Vec::new();
-    for s in &specs {
-        bar.set_message(format!("{} {}", s.pattern, size_label(s.block_size)));
-        let mut dev = SimDevice::new(&spec)?;
-        rows.push(profile::run(&mut dev, &spec.name, s)?);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-
+    let rows = run_all(&spec, &specs)?;
     let title = format!(
         "{} — {ops} ops per point, iodepth {}, span {}",
         spec.name,
@@ -202,6 +186,34 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         size_label(span)
     );
     Ok((rows, title))
+}
+
+/// Runs each point on a fresh device, with progress over the work of all
+/// of them (requests, and MiB of preconditioning), so a long point moves.
+fn run_all(spec: &DeviceSpec, specs: &[ProfileSpec]) -> Result<Vec<ProfileRow>, CliError> {
+    let total: u64 = specs.iter().map(profile::work).sum();
+    let bar = Progress::new("profile", total, Unit::Work);
+    let (mut rows, mut done) = (Vec::new(), 0u64);
+    for (i, s) in specs.iter().enumerate() {
+        let what = format!(
+            "[{}/{}] {} {}",
+            i + 1,
+            specs.len(),
+            s.pattern,
+            size_label(s.block_size)
+        );
+        bar.start(&what);
+        let started = Instant::now();
+        let mut dev = SimDevice::new(spec)?;
+        let running = format!(" ({what} running)");
+        rows.push(profile::run_observed(&mut dev, &spec.name, s, &mut |n| {
+            done += n;
+            bar.advance_to(done, &running);
+        })?);
+        bar.finished(done, &what, started.elapsed());
+    }
+    bar.finish();
+    Ok(rows)
 }
 
 fn table(title: String, rows: &[ProfileRow]) -> Table {

@@ -52,7 +52,8 @@ pub fn run(a: &ProfileArgs) -> Result<ExitCode, CliError> {
         eprintln!("warning: {w}");
     }
     if let Some(svg) = &a.plot {
-        cache::plot(&rows, &title, svg)
+        cache::svg(&rows, &title)
+            .and_then(|text| std::fs::write(svg, text))
             .map_err(|e| CliError::Usage(format!("--plot {}: {e}", svg.display())))?;
     }
     plot.keep();
@@ -133,7 +134,7 @@ fn on_file(a: &ProfileArgs, path: &Path) -> Result<Rows, CliError> {
     };
     let name = path.display().to_string();
     let specs = specs(a, &sizes, budget);
-    let mut bar = Progress::new("profile --cache", specs.len() as u64, Unit::Steps);
+    let bar = Progress::new("profile --cache", specs.len() as u64, Unit::Count("points"));
     let (mut rows, mut warnings) = (Vec::new(), Vec::new());
     for (i, s) in specs.iter().enumerate() {
         let what = format!(
@@ -144,12 +145,13 @@ fn on_file(a: &ProfileArgs, path: &Path) -> Result<Rows, CliError> {
             size_label(s.file_size)
         );
         bar.start(&what);
+        let started = std::time::Instant::now();
         let (row, warning) = real::cache::run(&target, &name, s)?;
         if let Some(w) = warning.filter(|w| !warnings.contains(w)) {
             warnings.push(w);
         }
         rows.push(row);
-        bar.finished(i as u64 + 1, &what);
+        bar.finished(i as u64 + 1, &what, started.elapsed());
     }
     bar.finish();
     created.keep();

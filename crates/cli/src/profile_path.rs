@@ -71,13 +71,24 @@ fn measure(a: &ProfileArgs, path: &Path) -> Result<(Vec<ProfileRow>, String), Cl
         .collect();
     let mut devs = target.open(a.iodepth as usize)?;
     let name = path.display().to_string();
-    let mut bar = Progress::new("profile", specs.len() as u64, Unit::Steps);
+    // Each run counts 1,000 units, moved by its measured phase's fraction.
+    let bar = Progress::new("profile", specs.len() as u64 * 1000, Unit::Work);
     let mut rows = Vec::new();
     for (i, s) in specs.iter().enumerate() {
-        let what = format!("{} {}", s.pattern, size_label(s.block_size));
+        let what = format!(
+            "[{}/{}] {} {}",
+            i + 1,
+            specs.len(),
+            s.pattern,
+            size_label(s.block_size)
+        );
         bar.start(&what);
-        rows.push(real::run(&mut devs, &name, s, &|_| {})?);
-        bar.finished(i as u64 + 1, &what);
+        let started = std::time::Instant::now();
+        let base = i as u64 * 1000;
+        let running = format!(" ({what} running)");
+        let tick = |f: f64| bar.advance_to(base + (f.clamp(0.0, 1.0) * 1000.0) as u64, &running);
+        rows.push(real::run(&mut devs, &name, s, &tick)?);
+        bar.finished(base + 1000, &what, started.elapsed());
     }
     bar.finish();
     let budget = match budget {
@@ -132,7 +143,8 @@ pub(crate) fn prepare(
     } else {
         need.saturating_sub(HEADER)
     };
-    let mut fill = Progress::new(
+    let started = std::time::Instant::now();
+    let fill = Progress::new(
         &format!("filling {}", path.display()),
         fill_bytes,
         Unit::Bytes,
@@ -145,9 +157,12 @@ pub(crate) fn prepare(
             force: a.force,
             direct: true,
         },
-        &mut |done, _| fill.finished(done, ""),
+        &mut |done, _| fill.advance_to(done, ""),
     )
     .map_err(target_error)?;
+    if fill_bytes > 0 {
+        fill.finished(fill_bytes, "done", started.elapsed());
+    }
     fill.finish();
     if let Some(w) = &target.warning {
         eprintln!("warning: {w}");

@@ -7,11 +7,12 @@ use clap::{ArgGroup, Args, ValueEnum};
 use flashkv_device::{presets, BlockDevice, DeviceSpec, DeviceStats, SimDevice};
 use flashkv_hybrid::replay::{replay_mapped, DeviceMap, Latency, ReplayReport, Timing};
 use flashkv_hybrid::trace::{open_file, Format, Records, TimeUnit, TraceError, TraceRecord};
-use flashkv_hybrid::{HybridDevice, HybridStats, Options};
+use flashkv_hybrid::{HybridStats, Options};
 use serde::Serialize;
 
 use crate::error::{print_json, CliError};
-use crate::hybrid::hybrid_error;
+use crate::hybrid::PairArg;
+use crate::progress::{self, Progress};
 
 /// Replay a block trace (MSR Cambridge CSV, SPC/UMass, DiskSim ASCII or
 /// blkparse text) on a device preset or on a hybrid of two presets, and report
@@ -46,9 +47,15 @@ pub struct ReplayArgs {
     /// Capacity of the --device or --spec device instead of its own (e.g. 512G).
     #[arg(long, value_name = "SIZE", value_parser = size_arg, conflicts_with = "hybrid")]
     capacity: Option<u64>,
-    /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
+    /// A hybrid: the SSD cache, then the HDD. Two presets (e.g.
+    /// ssd-lowend,hdd-7200), or the two files `flashkv hybrid create` made
+    /// (with --force, as replay writes zeros into them, and --back-to-back).
     #[arg(long, value_name = "SSD,HDD")]
     hybrid: Option<String>,
+    /// Replay on the files of a --hybrid pair, overwriting their data where
+    /// the trace writes.
+    #[arg(long, requires = "hybrid")]
+    force: bool,
     /// Issue each request when the previous one completes.
     #[arg(long)]
     back_to_back: bool,
@@ -128,11 +135,6 @@ pub fn run(a: ReplayArgs) -> ExitCode {
     }
 }
 
-fn preset(name: &str) -> Result<Box<dyn BlockDevice>, CliError> {
-    let dev = presets::open(name.trim()).map_err(|e| CliError::Usage(e.to_string()))?;
-    Ok(Box::new(dev))
-}
-
 /// The --device or --spec device, at --capacity if given.
 fn single(a: &ReplayArgs) -> Result<(Box<dyn BlockDevice>, String), CliError> {
     let mut spec = match (&a.device, &a.spec) {
@@ -174,13 +176,20 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
         n += 1;
     }
     if n == 0 {
-        return Err(CliError::Usage(format!(
-            "{}: no records",
-            a.trace.display()
-        )));
+        return Err(CliError::Usage(no_records(&a)));
     }
     let mut failure = None;
-    let stream = records(&a)?.map_while(|r| r.map_err(|e| failure = Some(e)).ok());
+    let bar = Progress::new("replay", n, progress::Unit::Count("records"));
+    let started = std::time::Instant::now();
+    let mut k = 0u64;
+    let stream = records(&a)?
+        .map_while(|r| r.map_err(|e| failure = Some(e)).ok())
+        .inspect(|_| {
+            k += 1;
+            if k % 4096 == 0 {
+                bar.advance_to(k, "");
+            }
+        });
     let timing = if a.back_to_back {
         Timing::BackToBack
     } else {
@@ -193,6 +202,8 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     if let Some(e) = failure {
         return Err(trace_error(&a, e));
     }
+    bar.finished(n, &a.trace.display().to_string(), started.elapsed());
+    bar.finish();
     if a.json {
         print_json(&out)?;
     } else {
@@ -229,18 +240,25 @@ fn on_device(
     })
 }
 
-/// Replays on a hybrid of two presets, `pair` = "SSD,HDD".
+/// Replays on a hybrid: two presets, or the two files `hybrid create` made.
 fn on_hybrid(
     a: &ReplayArgs,
     pair: &str,
     stream: impl Iterator<Item = TraceRecord>,
     timing: Timing,
 ) -> Result<Output, CliError> {
-    let Some((s, h)) = pair.split_once(',') else {
+    let pair = PairArg::parse(pair)?;
+    if pair.is_files() && !a.force {
         return Err(CliError::Usage(format!(
-            "--hybrid takes SSD,HDD (two presets), got '{pair}'"
+            "--hybrid {}: replay writes zeros where the trace writes, over the pair's data; pass --force to replay on these files",
+            a.hybrid.as_deref().unwrap_or_default()
         )));
-    };
+    }
+    if pair.is_files() && timing == Timing::AsTraced {
+        return Err(CliError::Usage(
+            "--hybrid on files: files run at their hardware's speed, not at trace times; add --back-to-back".into(),
+        ));
+    }
     let opts = Options {
         promote: a.promote_after > 0,
         promote_after: a.promote_after.max(1),
@@ -248,18 +266,36 @@ fn on_hybrid(
         ..Options::default()
     };
     let map = a.device_map.clone().unwrap_or_default();
-    let mut dev = HybridDevice::create(preset(s)?, preset(h)?, opts).map_err(hybrid_error)?;
+    let (mut dev, target) = pair.open(opts)?;
     let report = replay_mapped(&mut dev, stream, timing, &map).map_err(replay_failed)?;
+    if pair.is_files() {
+        // What the replay wrote is the files' data now: make it durable.
+        let at = dev.clock();
+        dev.flush_at(at)
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+    }
     let (ssd, hdd) = dev.devices();
     Ok(Output {
         trace: a.trace.clone(),
-        target: format!("hybrid({s},{h})"),
+        target,
         timing: timing_name(timing),
         report,
         hybrid: Some(dev.hybrid_stats()),
         ssd: Some(ssd.stats()),
         hdd: Some(hdd.stats()),
     })
+}
+
+/// Why a trace gave nothing to replay; blkparse output may hold events of
+/// other kinds only (D, C: issued, completed), which are not read.
+fn no_records(a: &ReplayArgs) -> String {
+    let shown = a.trace.display();
+    match a.format {
+        TraceFormat::Blkparse => format!(
+            "{shown}: no records: flashkv replays blkparse's Q (queued) read and write events, one per request, and found none (trace with blktrace's default actions, not only D or C)"
+        ),
+        _ => format!("{shown}: no records"),
+    }
 }
 
 fn map_arg(s: &str) -> Result<DeviceMap, String> {

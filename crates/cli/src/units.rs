@@ -30,6 +30,16 @@ pub fn nonzero_size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// Parses a number of seconds from 0 to a day (NaN and infinities refused).
+pub fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds between 0 and 86400"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +64,9 @@ mod tests {
             Err("'abc' is not a size (use bytes or e.g. 4k, 64m, 1g)".into())
         );
         assert_eq!(nonzero_size("0"), Err("must be greater than zero".into()));
+        assert_eq!(seconds("2.5"), Ok(2.5));
+        for bad in ["NaN", "nan", "inf", "-inf", "-1", "1e9", "x"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
     }
 }

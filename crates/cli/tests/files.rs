@@ -290,11 +290,21 @@ fn progress_goes_to_stderr_as_lines_when_piped() {
     assert_eq!(
         fill.len(),
         8,
-        "one line per 1 MiB chunk past each tenth: {e}"
+        "one line per 1 MiB chunk past each tenth, then one at the end: {e}"
     );
-    assert!(fill[7].ends_with("8 MiB of 8 MiB (100%)"), "{e}");
-    let steps: Vec<&&str> = lines.iter().filter(|l| l.starts_with("profile:")).collect();
-    assert_eq!(steps, [&"profile: [1/2] sr 4K", &"profile: [2/2] sr 64K"]);
+    assert!(fill[0].contains("1 MiB of 8 MiB, 12 %"), "{e}");
+    assert!(fill[7].ends_with("8 MiB of 8 MiB, 100 %"), "{e}");
+    let steps: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("profile: ["))
+        .collect();
+    assert_eq!(steps.len(), 2, "{e}");
+    assert!(steps[0].starts_with("profile: [1/2] sr 4K done in "), "{e}");
+    assert!(
+        steps[1].starts_with("profile: [2/2] sr 64K done in "),
+        "{e}"
+    );
+    assert!(steps[1].ends_with("; 100 %"), "{e}");
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is only JSON");
 }
 
@@ -317,8 +327,14 @@ fn the_lab_reports_each_finished_step_on_stderr_when_piped() {
     // One step per device preset, numbered in order.
     let presets = flashkv_device::presets::names();
     assert_eq!(steps.len(), presets.len(), "{e}");
+    // Each line counts the points done, with percent (and ETA while
+    // there is some left): the advisor's grid is a point per preset.
+    let n = presets.len();
     for (i, (line, name)) in steps.iter().zip(&presets).enumerate() {
         let head = format!("lab: [{}] advisor {name} done in ", i + 1);
-        assert!(line.starts_with(&head) && line.ends_with(" s"), "{line}");
+        assert!(line.starts_with(&head), "{line}");
+        let count = format!(" s; {}/{n} points, {} %", i + 1, (i + 1) * 100 / n);
+        assert!(line.contains(&count), "{line} lacks {count}");
+        assert_eq!(line.contains("ETA"), i + 1 < n, "{line}");
     }
 }

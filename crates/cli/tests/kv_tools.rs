@@ -229,8 +229,8 @@ fn shell_answers_one_line_per_command_and_flushes_at_eof() {
     let db = dir.path().join("s.db");
     let script = "put a 1\nput b two words\nput c\\x20d e\\tf\nget c\\x20d\ndelete c\\x20d\nget a\nget zz\nbogus\nget\nscan\ncount\ndelete a\ndelete a\nflush\nscan b\n";
     let out = ok(&kv(&db, &["--create", "shell"], script.as_bytes()));
-    let want = "ok\nok\nok\ne\\tf\nok\n1\nnot found\nerror: unknown command \"bogus\" (put, get, delete, scan, count, flush)\n\
-                error: get: takes 1 argument(s), got 0\na\t1\nb\ttwo words\nend 2\n2\nok\nnot found\nok\nb\ttwo words\nend 1\n";
+    let want = "ok\nok\nok\ne\\tf\nok\n1\nnot found\nerror: unknown command \"bogus\" (put, get, delete, scan, count, stats, flush, help, quit)\n\
+                error: get: the following required arguments were not provided: <KEY>... (see help)\na\t1\nb\ttwo words\nend 2\n2\nok\nnot found\nok\nb\ttwo words\nend 1\n";
     assert_eq!(out, want);
     assert_eq!(ok(&kv(&db, &["count"], b"")), "1\n");
     let js = json_lines(&kv(&db, &["--json", "shell"], b"get b\nnope\n"));

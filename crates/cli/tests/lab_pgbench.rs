@@ -62,6 +62,17 @@ fn missing_postgresql_skips_with_what_is_missing() {
     assert!(why.contains("PostgreSQL's server programs"), "{why}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("Skipped: missing"), "{md}");
+    // The scorecard keeps seed 003's two ratios, neither checked.
+    assert!(
+        md.contains("0 of 2 claims of the source documents reproduced in this run (2 not checked"),
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("| **not checked**: not run here: missing")
+            .count(),
+        2,
+        "{md}"
+    );
     // No rows: nothing ran.
     assert!(out.join("pgbench").join("section.md").exists());
     assert!(!out.join("pgbench").join("rows.json").exists());

@@ -98,6 +98,9 @@ fn cache_runs_refuse_what_they_cannot_do() {
     let dir = tempfile::tempdir().unwrap();
     let mine = dir.path().join("notes.svg");
     std::fs::write(&mine, "keep me").unwrap();
+    // Nor a file beside it: the lab's plots get a PNG, --plot only its SVG.
+    let beside = dir.path().join("notes.png");
+    std::fs::write(&beside, "mine too").unwrap();
     let p = mine.to_str().unwrap();
     let args = [
         "--cache",
@@ -119,6 +122,7 @@ fn cache_runs_refuse_what_they_cannot_do() {
     let o = flashkv(&[&with(&args)[..], &["--plot", p, "--force"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&mine).unwrap().starts_with("<svg"));
+    assert_eq!(std::fs::read_to_string(&beside).unwrap(), "mine too");
 }
 
 #[test]

@@ -406,3 +406,33 @@ fn qemu_img_bench_random_reads_match_profile() {
     );
     assert!((0.85..=1.15).contains(&ratio), "ratio {ratio:.3}");
 }
+
+/// The pair `hybrid create` made on files is served, and what a client
+/// wrote and flushed is there when the pair is served again.
+#[test]
+fn a_hybrid_pair_of_files_is_served_and_keeps_what_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ssd, hdd) = (dir.path().join("ssd.img"), dir.path().join("hdd.img"));
+    let (ssd, hdd) = (ssd.to_str().unwrap(), hdd.to_str().unwrap());
+    let o = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["hybrid", "create", "--ssd", ssd, "--hdd", hdd])
+        .args(["--ssd-size", "64m", "--hdd-size", "256m"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pair = format!("{ssd},{hdd}");
+    let a = pattern(8192, 7);
+    for round in 0..2 {
+        let server = Server::start(dir.path(), &["--hybrid", &pair, "--once"]);
+        let (mut c, go) = Client::go(&server.socket).unwrap();
+        assert_eq!(go.size, 256 << 20, "the HDD file's size");
+        if round == 0 {
+            assert_eq!(c.write(1 << 20, &a), 0);
+            assert_eq!(c.flush(), 0);
+        }
+        assert_eq!(c.read(1 << 20, 8192), (0, a.clone()), "round {round}");
+        c.disconnect();
+        let (r, err) = server.wait();
+        assert_eq!(r["export"], format!("hybrid({pair})"), "{err}");
+    }
+}

@@ -182,8 +182,19 @@ impl SimRun {
 }
 
 /// Mean time per read against the file size, a cold and a hot line per
-/// device and pattern, side by side in one plot.
+/// device and pattern, side by side in one plot: the SVG at `path` and a
+/// PNG beside it, as the lab's plots are.
 pub fn plot(rows: &[CacheRow], title: &str, path: &std::path::Path) -> std::io::Result<()> {
+    chart(rows, title, |p| p.write_svg(path))
+}
+
+/// The same plot as SVG text alone (`profile --plot` writes only the file
+/// it is given).
+pub fn svg(rows: &[CacheRow], title: &str) -> std::io::Result<String> {
+    chart(rows, title, |p| p.to_svg())
+}
+
+fn chart<T>(rows: &[CacheRow], title: &str, draw: impl FnOnce(&Plot) -> T) -> T {
     let mut series: Vec<Series> = Vec::new();
     for r in rows {
         let name = format!(
@@ -202,7 +213,7 @@ pub fn plot(rows: &[CacheRow], title: &str, path: &std::path::Path) -> std::io::
             }),
         }
     }
-    Plot {
+    draw(&Plot {
         title,
         x_label: "file size (bytes)",
         y_label: "mean time per read (µs)",
@@ -210,6 +221,5 @@ pub fn plot(rows: &[CacheRow], title: &str, path: &std::path::Path) -> std::io::
         log_y: true,
         series: &series,
         x_names: &[],
-    }
-    .write_svg(path)
+    })
 }

@@ -18,6 +18,9 @@ pub struct LabOptions {
     pub seed: u64,
     /// Called with a short description before each run (progress display).
     pub on_progress: Box<dyn Fn(&str)>,
+    /// Called when a point of an experiment's grid is done (progress
+    /// display: a run's work is counted in points).
+    pub on_point: Box<dyn Fn()>,
 }
 
 impl LabOptions {
@@ -42,6 +45,8 @@ pub struct Section {
     pub markdown: String,
     /// Its rows, for `--json`.
     pub json: serde_json::Value,
+    /// The seed's claims it checks, with their verdicts (the scorecard).
+    pub claims: Vec<crate::scorecard::Claim>,
 }
 
 /// The experiments `flashkv lab` knows, in the order it runs them.
@@ -79,7 +84,8 @@ impl Experiment {
     ];
 
     /// Every experiment: the default run, then those run only when named.
-    pub const KNOWN: [Experiment; 7] = [
+    pub const KNOWN: [Experiment; 8] = [
+        Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
@@ -156,7 +162,11 @@ impl Experiment {
         let outputs = self
             .points(opts.quick)
             .iter()
-            .map(|p| self.run_point(&p.params, opts))
+            .map(|p| {
+                let out = self.run_point(&p.params, opts);
+                (opts.on_point)();
+                out
+            })
             .collect::<Result<Vec<_>, _>>()?;
         self.report(opts, &outputs)
     }
@@ -230,5 +240,25 @@ pub(crate) fn release_free_memory() {
     // SAFETY: malloc_trim only returns free heap pages to the kernel.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The summary and shard merges find experiments through KNOWN: every
+    /// one of the default run is there, each once, and parses by name.
+    #[test]
+    fn every_experiment_is_known_once_by_its_name() {
+        for e in Experiment::ALL {
+            assert!(Experiment::KNOWN.contains(&e), "{e:?}");
+        }
+        for e in Experiment::KNOWN {
+            assert_eq!(Experiment::parse(e.name()), Some(e));
+            assert_eq!(Experiment::KNOWN.iter().filter(|k| **k == e).count(), 1);
+        }
+        assert!(Experiment::KNOWN.contains(&Experiment::Pgbench));
+        assert!(!Experiment::ALL.contains(&Experiment::Pgbench));
     }
 }

@@ -175,11 +175,42 @@ pub fn run(
     device_name: &str,
     spec: &ProfileSpec,
 ) -> Result<ProfileRow, ProfileError> {
+    run_observed(dev, device_name, spec, &mut |_| {})
+}
+
+/// MiB of preconditioning counted as one unit of [`work`].
+const MIB: u64 = 1 << 20;
+/// Completed requests between two calls of a progress callback.
+const TICK_OPS: u64 = 1024;
+
+/// The work of a [`run_observed`] in the units its callback counts: one per
+/// request, and one per MiB a write pattern's preconditioning writes.
+pub fn work(spec: &ProfileSpec) -> u64 {
+    let fill = if spec.pattern.writes() {
+        spec.span.div_ceil(MIB)
+    } else {
+        0
+    };
+    spec.ops + fill
+}
+
+/// [`run`], calling `tick(n)` as each n units of [`work`] are done, so a
+/// long point shows progress.
+pub fn run_observed(
+    dev: &mut dyn BlockDevice,
+    device_name: &str,
+    spec: &ProfileSpec,
+    tick: &mut dyn FnMut(u64),
+) -> Result<ProfileRow, ProfileError> {
     validate(dev, spec)?;
     if spec.pattern.writes() {
-        precondition(dev, spec.span)?;
+        if dev.fill_sequential(spec.span)? {
+            tick(spec.span.div_ceil(MIB));
+        } else {
+            write_span(dev, spec.span, tick)?;
+        }
     }
-    run_prepared(dev, device_name, spec)
+    measure(dev, device_name, spec, tick)
 }
 
 /// [`run`] without preconditioning: for a device whose span has already been
@@ -188,6 +219,16 @@ pub fn run_prepared(
     dev: &mut dyn BlockDevice,
     device_name: &str,
     spec: &ProfileSpec,
+) -> Result<ProfileRow, ProfileError> {
+    measure(dev, device_name, spec, &mut |_| {})
+}
+
+/// The measured requests of a run, on a prepared device.
+fn measure(
+    dev: &mut dyn BlockDevice,
+    device_name: &str,
+    spec: &ProfileSpec,
+    tick: &mut dyn FnMut(u64),
 ) -> Result<ProfileRow, ProfileError> {
     validate(dev, spec)?;
     let blocks = spec.span / spec.block_size;
@@ -223,6 +264,9 @@ pub fn run_prepared(
             break;
         };
         latencies.record(end - issue);
+        if latencies.count() % TICK_OPS == 0 {
+            tick(TICK_OPS);
+        }
         last_end = last_end.max(end);
         // The host replaces each completed request at once.
         if issued < spec.ops {
@@ -231,6 +275,7 @@ pub fn run_prepared(
         }
     }
     debug_assert_eq!(latencies.count(), spec.ops, "every request completed");
+    tick(spec.ops % TICK_OPS);
     let after = io.dev.stats();
     Ok(row(
         device_name,
@@ -343,11 +388,16 @@ pub fn precondition(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceErr
     if dev.fill_sequential(len)? {
         return Ok(());
     }
-    write_span(dev, len)
+    write_span(dev, len, &mut |_| {})
 }
 
-/// Writes `[0, len)` once in large sequential requests, simulating each.
-fn write_span(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
+/// Writes `[0, len)` once in large sequential requests, simulating each;
+/// `tick` counts the MiB written.
+fn write_span(
+    dev: &mut dyn BlockDevice,
+    len: u64,
+    tick: &mut dyn FnMut(u64),
+) -> Result<(), DeviceError> {
     let g = dev.geometry();
     let step = (1u64 << 20).max(g.erase_unit.unwrap_or(0));
     let zeros = vec![0u8; step.min(len) as usize];
@@ -359,6 +409,7 @@ fn write_span(dev: &mut dyn BlockDevice, len: u64) -> Result<(), DeviceError> {
         } else {
             dev.write(off, &zeros[..n as usize])?;
         }
+        tick((off + n).div_ceil(MIB) - off.div_ceil(MIB));
         off += n;
     }
     Ok(())
@@ -486,13 +537,41 @@ mod tests {
             seed: 3,
         };
         let a = run(&mut fast, "d", &spec).unwrap();
-        write_span(&mut slow, spec.span).unwrap();
+        write_span(&mut slow, spec.span, &mut |_| {}).unwrap();
         let b = run_prepared(&mut slow, "d", &spec).unwrap();
         assert_eq!(a, b);
         let (sa, sb) = (fast.stats(), slow.stats());
         assert!(sa.gc_page_moves > 0, "{sa:?}");
         assert_eq!(sa.gc_page_moves, sb.gc_page_moves);
         assert_eq!(sa.erase_counts, sb.erase_counts);
+    }
+
+    /// The progress callback counts exactly the work [`work`] announces,
+    /// with a simulated fill (hdd) and a direct one (FTL), and the row is
+    /// the one `run` gives.
+    #[test]
+    fn observed_runs_tick_through_all_their_work() {
+        for (preset, pattern, span) in [
+            ("hdd-7200", Pattern::RandWrite, 9 << 20),
+            ("ssd-x25m", Pattern::RandWrite, 64 << 20),
+            ("nvme", Pattern::RandRead, 64 << 20),
+        ] {
+            let s = ProfileSpec {
+                pattern,
+                block_size: 4096,
+                ops: 2500,
+                span,
+                iodepth: 2,
+                seed: 1,
+            };
+            let mut ticks = Vec::new();
+            let mut d = presets::open(preset).unwrap();
+            let row = run_observed(&mut d, "d", &s, &mut |n| ticks.push(n)).unwrap();
+            assert_eq!(ticks.iter().sum::<u64>(), work(&s), "{preset}");
+            assert!(ticks.len() >= 3, "{preset}: {ticks:?}");
+            let mut d = presets::open(preset).unwrap();
+            assert_eq!(row, run(&mut d, "d", &s).unwrap());
+        }
     }
 
     #[test]

@@ -74,10 +74,16 @@ impl Table {
         out
     }
 
+    /// The table in Markdown: number columns right-aligned, text left.
     pub fn markdown(&self) -> String {
         let mut out = format!("### {}\n\n| {} |\n|", self.title, self.headers.join(" | "));
-        for h in &self.headers {
-            out.push_str(if h.is_empty() { "---|" } else { "---:|" });
+        for c in 0..self.headers.len() {
+            let numeric = !self.rows.is_empty()
+                && self.rows.iter().all(|r| {
+                    r.get(c)
+                        .is_some_and(|s| looks_numeric(s) || s == "=" || s.is_empty())
+                });
+            out.push_str(if numeric { "---:|" } else { "---|" });
         }
         out.push('\n');
         for r in &self.rows {

@@ -122,6 +122,7 @@ pub fn run(
     for (k, (e, p)) in all.iter().enumerate().filter(|(k, _)| shard.holds(*k)) {
         debug_assert!(shard.holds(k));
         let output = e.run_point(&p.params, opts);
+        (opts.on_point)();
         lab::release_free_memory();
         done.push(Done {
             experiment: e.name().to_string(),
@@ -353,6 +354,7 @@ pub fn merge(
         out: out.to_path_buf(),
         seed,
         on_progress,
+        on_point: Box::new(|| {}),
     };
     lab::write_results(&opts, &info, &experiments, |e| {
         let outputs = &parts.iter().find(|(x, _)| *x == e).expect("assembled").1;

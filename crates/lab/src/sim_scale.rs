@@ -182,6 +182,7 @@ pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError
         text: format!("{}\n{note}", t.text()),
         markdown: format!("## Simulator scale\n\n{}\n{note}", t.markdown()),
         json: serde_json::to_value(&rows).map_err(|e| LabError::Data(e.to_string()))?,
+        claims: Vec::new(),
     })
 }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::lab::{Experiment, LabError, Section};
+use crate::scorecard::{self, Claim, CLAIMS_FILE};
 
 /// The file holding an experiment's part of the summary; its presence also
 /// marks the folder as flashkv's own, so stale files in it may be removed.
@@ -104,7 +105,7 @@ pub fn clear_stale(out: &Path, name: &str) -> Result<(), LabError> {
         let p = entry.map_err(|e| LabError::Output(dir.clone(), e))?.path();
         let ours = matches!(
             p.extension().and_then(|e| e.to_str()),
-            Some("svg" | "csv" | "json" | "md")
+            Some("svg" | "png" | "csv" | "json" | "md")
         );
         if ours && p.is_file() {
             fs::remove_file(&p).map_err(|e| LabError::Output(p.clone(), e))?;
@@ -113,17 +114,37 @@ pub fn clear_stale(out: &Path, name: &str) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Files in the experiment's folder, sorted, without the section file.
+/// Files in the experiment's folder, in natural order (fig6_2 before
+/// fig6_10, as the seeds number their figures), without the section file.
 fn files(out: &Path, name: &str) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(out.join(name))
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|f| f != SECTION_FILE)
+        .filter(|f| f != SECTION_FILE && f != CLAIMS_FILE)
         .collect();
-    v.sort();
+    v.sort_by_key(|f| natural(f));
     v
+}
+
+/// A sort key that orders runs of digits by their value.
+fn natural(s: &str) -> Vec<(u8, u64, String)> {
+    let mut key = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            let n = rest[..digits].parse().unwrap_or(u64::MAX);
+            key.push((0, n, String::new()));
+            rest = &rest[digits..];
+        } else {
+            let text = rest.len() - rest.trim_start_matches(|c: char| !c.is_ascii_digit()).len();
+            key.push((1, 0, rest[..text].to_string()));
+            rest = &rest[text..];
+        }
+    }
+    key
 }
 
 /// Writes the experiment's section file: the run, its tables and links.
@@ -141,19 +162,27 @@ pub fn write_section(out: &Path, s: &Section, run: &RunInfo) -> Result<(), LabEr
     );
     md.push_str(s.markdown.trim_end());
     md.push_str("\n\n");
+    let dir = out.join(s.name);
+    fs::create_dir_all(&dir).map_err(|e| LabError::Output(dir.clone(), e))?;
+    scorecard::write(&dir, &s.claims)?;
     let files = files(out, s.name);
+    let png = |svg: &str| {
+        let p = svg.replace(".svg", ".png");
+        files
+            .contains(&p)
+            .then(|| format!(" ([PNG]({}/{p}))", s.name))
+    };
     for (what, ext) in [("Plots", ".svg"), ("Data", ".csv"), ("JSON", ".json")] {
         let links: Vec<String> = files
             .iter()
             .filter(|f| f.ends_with(ext))
-            .map(|f| format!("[{f}]({}/{f})", s.name))
+            .map(|f| format!("[{f}]({}/{f}){}", s.name, png(f).unwrap_or_default()))
             .collect();
         if !links.is_empty() {
             let _ = writeln!(md, "{what}: {}\n", links.join(" · "));
         }
     }
-    let path = out.join(s.name).join(SECTION_FILE);
-    fs::create_dir_all(out.join(s.name)).map_err(|e| LabError::Output(path.clone(), e))?;
+    let path = dir.join(SECTION_FILE);
     fs::write(&path, md).map_err(|e| LabError::Output(path, e))
 }
 
@@ -171,8 +200,18 @@ fn present(out: &Path) -> Vec<(&'static str, String)> {
 /// Writes `summary.md` and `index.html` from the sections present.
 pub fn write_summary(out: &Path, run: &RunInfo, ran: &[&str]) -> Result<(), LabError> {
     let sections = present(out);
+    let claims: Vec<(&str, Claim)> = sections
+        .iter()
+        .flat_map(|(n, _)| {
+            scorecard::read(&out.join(n))
+                .into_iter()
+                .map(move |c| (*n, c))
+        })
+        .collect();
     let mut md = String::from("# flashkv lab summary\n\n");
-    let _ = writeln!(md, "| | |\n|---|---|");
+    md.push_str(&scorecard::markdown(&claims));
+    md.push_str("\n## This run\n\n");
+    let _ = writeln!(md, "| item | value |\n|---|---|");
     let _ = writeln!(md, "| version | flashkv {} |", run.version);
     let _ = writeln!(md, "| commit | {} |", run.commit);
     let _ = writeln!(md, "| date | {} |", run.date);
@@ -202,39 +241,155 @@ pub fn write_summary(out: &Path, run: &RunInfo, ran: &[&str]) -> Result<(), LabE
     fs::write(&path, html).map_err(|e| LabError::Output(path, e))
 }
 
-/// The summary as HTML with every plot inline after its section.
+/// The page's style: left-aligned prose at a readable width, tables that
+/// scroll rather than overflow, plots at their own size (their text stays
+/// at 12 px or more).
+const STYLE: &str = "\
+body{font-family:system-ui,'DejaVu Sans',sans-serif;line-height:1.5;color:#1a1a1a;\
+max-width:62rem;margin:0 auto;padding:1rem 1.5rem;text-align:left;overflow-wrap:anywhere}
+p,li{max-width:48rem}
+h1,h2,h3{line-height:1.25}h2{margin-top:2.5rem;border-bottom:1px solid #ddd}
+h3{font-size:1.05rem;margin-top:1.8rem}
+table{border-collapse:collapse;margin:1rem 0;font-size:.88rem;display:block;overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ccc;padding:.25em .55em;vertical-align:top}th{background:#f4f4f4}
+nav{background:#f7f7f7;border:1px solid #e2e2e2;padding:.5rem 1.2rem;margin:1rem 0}
+nav ol{margin:.3rem 0;padding-left:1.3rem}
+figure{margin:1.5rem 0}figure img{display:block;max-width:100%;height:auto;border:1px solid #e5e5e5}
+figcaption{font-size:.9rem;color:#333;margin-top:.3rem;max-width:48rem}
+code{font-size:.9em;background:#f3f3f3;padding:0 .2em}
+";
+
+/// Markdown as HTML.
+fn render(m: &str) -> String {
+    let mut h = String::new();
+    let opts = pulldown_cmark::Options::ENABLE_TABLES;
+    pulldown_cmark::html::push_html(&mut h, pulldown_cmark::Parser::new_ext(m, opts));
+    h
+}
+
+/// The summary as HTML: a table of contents, the scorecard, then each
+/// section with its figures in the seed's order, captioned.
 fn index_html(out: &Path, md: &str, sections: &[(&'static str, String)]) -> String {
-    let render = |m: &str| {
-        let mut h = String::new();
-        let opts = pulldown_cmark::Options::ENABLE_TABLES;
-        pulldown_cmark::html::push_html(&mut h, pulldown_cmark::Parser::new_ext(m, opts));
-        h
-    };
     let head = md.split("\n<a id=").next().unwrap_or(md);
-    let mut html = String::from(
+    let mut html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>flashkv lab summary</title>\n<style>\n\
-         body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}\n\
-         table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 6px}\n\
-         td{text-align:right}figure{margin:1em 0}figure svg{max-width:100%;height:auto}\n\
-         </style>\n</head>\n<body>\n",
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>flashkv lab summary</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n"
     );
-    html.push_str(&render(head));
+    let body = render(head)
+        .replace("<h2>Scorecard</h2>", "<h2 id=\"scorecard\">Scorecard</h2>")
+        .replace("<h2>This run</h2>", "<h2 id=\"this-run\">This run</h2>");
+    // The contents go under the page's title.
+    let (title, rest) = body.split_once("</h1>").unwrap_or(("", &body));
+    html.push_str(title);
+    html.push_str("</h1>\n");
+    html.push_str(&toc(sections));
+    html.push_str(rest);
+    let mut n = 0;
     for (name, text) in sections {
         let _ = writeln!(html, "<section id=\"{name}\">");
         html.push_str(&render(text));
-        for f in files(out, name).iter().filter(|f| f.ends_with(".svg")) {
-            let svg = fs::read_to_string(out.join(name).join(f)).unwrap_or_default();
+        for (f, title) in figures(out, name) {
+            n += 1;
+            let png = f.replace(".svg", ".png");
+            let png = match out.join(name).join(&png).is_file() {
+                true => format!(", <a href=\"{name}/{png}\">PNG</a>"),
+                false => String::new(),
+            };
             let _ = writeln!(
                 html,
-                "<figure id=\"{name}-{f}\">\n{}\n<figcaption><a href=\"{name}/{f}\">{f}</a></figcaption>\n</figure>",
-                svg.trim()
+                "<figure id=\"{name}-{f}\">\n<img src=\"{name}/{f}\" alt=\"{}\" width=\"{}\" height=\"{}\">\n\
+                 <figcaption>Figure {n}. {} (<a href=\"{name}/{f}\">SVG</a>{png})</figcaption>\n</figure>",
+                escape(&title),
+                crate::plot::WIDTH,
+                crate::plot::HEIGHT,
+                escape(&title)
             );
         }
         html.push_str("</section>\n");
     }
     html.push_str("</body>\n</html>\n");
     html
+}
+
+/// The table of contents: the scorecard, the run, each section by its title.
+fn toc(sections: &[(&'static str, String)]) -> String {
+    let mut t = String::from(
+        "<nav aria-label=\"contents\"><strong>Contents</strong>\n<ol>\n\
+         <li><a href=\"#scorecard\">Scorecard</a></li>\n<li><a href=\"#this-run\">This run</a></li>\n",
+    );
+    for (name, text) in sections {
+        let title = text
+            .lines()
+            .find_map(|l| l.strip_prefix("## "))
+            .unwrap_or(name);
+        let _ = writeln!(t, "<li><a href=\"#{name}\">{}</a></li>", escape(title));
+    }
+    t.push_str("</ol></nav>\n");
+    t
+}
+
+/// The experiment's plots with their titles, in the seed's figure order
+/// (by the number in the title), then the others by file name.
+fn figures(out: &Path, name: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = files(out, name)
+        .into_iter()
+        .filter(|f| f.ends_with(".svg"))
+        .map(|f| {
+            let svg = fs::read_to_string(out.join(name).join(&f)).unwrap_or_default();
+            let title = svg_title(&svg).unwrap_or_else(|| f.clone());
+            (f, title)
+        })
+        .collect();
+    v.sort_by_key(|(f, title)| {
+        (
+            figure_number(title).is_none(),
+            figure_number(title).map(|n| natural(&n)),
+            natural(f),
+        )
+    });
+    v
+}
+
+/// The first text of a plot's SVG: its title.
+fn svg_title(svg: &str) -> Option<String> {
+    let start = svg.find("<text")?;
+    let body = &svg[start..];
+    let open = body.find('>')? + 1;
+    let close = body.find("</text>")?;
+    let text = body[open..close].trim();
+    // XML's entities, as SVG writers escape text (`&amp;` last).
+    let plain = [
+        ("&apos;", "'"),
+        ("&quot;", "\""),
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&amp;", "&"),
+    ]
+    .iter()
+    .fold(text.to_string(), |t, (e, c)| t.replace(e, c));
+    Some(plain)
+}
+
+/// The figure number a title gives (`Figure 6.2: ...`, `seed Fig. 4a`).
+fn figure_number(title: &str) -> Option<String> {
+    let at = ["Figure ", "Fig. "]
+        .iter()
+        .find_map(|m| title.find(m).map(|i| i + m.len()))?;
+    let n: String = title[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+        .collect();
+    let n = n.trim_end_matches('.').to_string();
+    n.starts_with(|c: char| c.is_ascii_digit()).then_some(n)
+}
+
+/// Text safe in HTML.
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Every relative link in `summary.md` and `index.html`, for tests.
@@ -262,6 +417,40 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
         assert_eq!(utc(1_795_459_200 + 3600 + 120), "2026-11-23 19:42 UTC");
+    }
+
+    #[test]
+    fn figures_sort_as_the_seeds_number_them() {
+        let mut v = vec![
+            "fig6_10-h3.svg",
+            "fig6_2-h1.svg",
+            "fig6_1-h1.svg",
+            "fig6_11-b.svg",
+        ];
+        v.sort_by_key(|f| natural(f));
+        assert_eq!(
+            v,
+            [
+                "fig6_1-h1.svg",
+                "fig6_2-h1.svg",
+                "fig6_10-h3.svg",
+                "fig6_11-b.svg"
+            ]
+        );
+        assert_eq!(figure_number("Figure 6.10: H3").as_deref(), Some("6.10"));
+        assert_eq!(
+            figure_number("HeteroDrive SSD (seed Fig. 4b)").as_deref(),
+            Some("4b")
+        );
+        assert_eq!(
+            figure_number("The log's own HDD (the seed does not plot it)"),
+            None
+        );
+        assert!(natural("6.2") < natural("6.10") && natural("4a") < natural("4b"));
+        let svg = "<svg><rect/><text x=\"1\">\nFigure 6.2: Runtime\n</text><text>x</text></svg>";
+        assert_eq!(svg_title(svg).as_deref(), Some("Figure 6.2: Runtime"));
+        let svg = "<svg><text>The log&apos;s disk &amp;amp; more</text></svg>";
+        assert_eq!(svg_title(svg).as_deref(), Some("The log's disk &amp; more"));
     }
 
     #[test]

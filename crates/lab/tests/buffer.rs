@@ -93,6 +93,7 @@ fn quick_lab_writes_every_point_and_names_winners() {
         out: dir.path().to_path_buf(),
         seed: 1,
         on_progress: Box::new(|_| {}),
+        on_point: Box::new(|| {}),
     };
     let s = buffer::run(&opts).unwrap();
     let rows = s.json.as_array().unwrap();

@@ -16,6 +16,7 @@ fn run(out: &Path, experiments: &[Experiment]) {
         out: out.to_path_buf(),
         seed: 1,
         on_progress: Box::new(|_| {}),
+        on_point: Box::new(|| {}),
     };
     lab::run(experiments, &opts).unwrap();
 }
@@ -176,6 +177,11 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
     }
 
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.starts_with("# flashkv lab summary\n\n## Scorecard\n"),
+        "the summary opens with the scorecard"
+    );
+    scorecard_rows_name_real_tests(out);
     for head in [
         "| version |",
         "| commit |",
@@ -212,10 +218,40 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         );
     }
     assert_eq!(
-        html.matches("<svg ").count(),
+        html.matches("<img ").count(),
         svgs.len(),
-        "every plot inline once"
+        "every plot shown once"
     );
+    for src in html.split("<img src=\"").skip(1) {
+        let f = &src[..src.find('"').unwrap()];
+        assert!(out.join(f).is_file(), "index shows a missing {f}");
+    }
+    assert!(!html.contains("<th></th>"), "no empty header cells");
+    assert!(
+        html.contains("<nav") && html.contains("href=\"#scorecard\""),
+        "a table of contents"
+    );
+    // Figures in the seed's order: 6.2 before 6.10.
+    let at = |f: &str| {
+        html.find(&format!("<img src=\"{f}"))
+            .unwrap_or_else(|| panic!("{f}"))
+    };
+    assert!(at("ipl/fig6_2-") < at("ipl/fig6_10-") && at("ipl/fig6_9-") < at("ipl/fig6_10-"));
+    assert!(at("hybrid/pattern_original.svg") < at("hybrid/pattern_hybrid_ssd.svg"));
+    assert!(at("hybrid/pattern_hybrid_ssd.svg") < at("hybrid/pattern_hybrid_hdd.svg"));
+    // A PNG beside every SVG (this machine has fonts when the layout check ran).
+    if !opt.fontdb.is_empty() {
+        for svg in &svgs {
+            let png = svg.with_extension("png");
+            let img = resvg::tiny_skia::Pixmap::load_png(&png).unwrap();
+            assert_eq!(
+                img.width(),
+                2 * flashkv_lab::plot::WIDTH,
+                "{}",
+                png.display()
+            );
+        }
+    }
     assert_eq!(
         html.matches("<section ").count(),
         html.matches("</section>").count()
@@ -228,9 +264,7 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         );
     }
 
-    if std::env::var_os("FLASHKV_CHROMIUM").is_some() {
-        in_chromium(&out.join("index.html"), svgs.len());
-    }
+    in_chromium(&out.join("index.html"), svgs.len());
 
     // One experiment again: its section is replaced, the others stay.
     let before = std::fs::read_to_string(out.join("seed004/section.md")).unwrap();
@@ -247,11 +281,36 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
     }
 }
 
-/// Opens `index.html` in headless Chromium (enabled by FLASHKV_CHROMIUM,
-/// which `.ci/run` installs it for): the DOM it builds holds every plot and
-/// the screenshot is not blank.
+/// Every scorecard row names a test function that exists, in the lab's
+/// tests or its sources, and links to a section of the summary.
+fn scorecard_rows_name_real_tests(out: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for e in Experiment::ALL {
+        for c in flashkv_lab::scorecard::read(&out.join(e.name())) {
+            n += 1;
+            let (file, func) = c.test.split_once(": ").expect("file: function");
+            let found = [root.join("tests").join(file), root.join("src").join(file)]
+                .iter()
+                .filter_map(|p| std::fs::read_to_string(p).ok())
+                .any(|src| src.contains(&format!("fn {func}(")));
+            assert!(found, "{}: the test {} does not exist", e.name(), c.test);
+            assert!(
+                !c.published.is_empty() && !c.ours.is_empty() && !c.why.is_empty(),
+                "{c:?}"
+            );
+        }
+    }
+    assert!(n >= 20, "{n} claims");
+}
+
+/// Opens `index.html` in headless Chromium (which `.ci/run` installs; the
+/// check is skipped with a message where it is missing): a copy of the page
+/// with a script that, once everything has loaded, records each image whose
+/// natural width is 0 and each element whose text overflows its box, and
+/// the DOM Chromium dumps carries the result.
 fn in_chromium(index: &Path, plots: usize) {
-    let browser = ["chromium", "chromium-browser", "google-chrome"]
+    let Some(browser) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| {
             Command::new(b)
@@ -259,31 +318,63 @@ fn in_chromium(index: &Path, plots: usize) {
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
-        .expect("FLASHKV_CHROMIUM is set but no chromium is installed");
-    let url = format!("file://{}", index.display());
-    let flags = ["--headless", "--no-sandbox", "--disable-gpu"];
-    let dom = Command::new(browser)
-        .args(flags)
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    assert_eq!(
-        dom.matches("<svg ").count(),
-        plots,
-        "plots in Chromium's DOM"
-    );
-    let shot = index.with_file_name("index.png");
+    else {
+        eprintln!("chromium is not installed (apt-get install chromium): index.html not checked in a browser");
+        return;
+    };
+    const CHECK: &str = r#"<script>
+window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const broken = imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.getAttribute('src'));
+  const over = [...document.querySelectorAll('p,li,td,th,h1,h2,h3,figcaption,nav,code')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).display !== 'inline')
+    .map(e => e.tagName + ': ' + e.textContent.slice(0, 60));
+  const page = document.documentElement.scrollWidth > window.innerWidth + 1;
+  const r = document.createElement('pre');
+  r.id = 'flashkv-check';
+  r.textContent = JSON.stringify({images: imgs.length, broken, over, page});
+  document.body.appendChild(r);
+});
+</script>"#;
+    let html = std::fs::read_to_string(index).unwrap();
+    let check = index.with_file_name("chromium-check.html");
+    std::fs::write(&check, html.replace("</body>", &format!("{CHECK}</body>"))).unwrap();
+    let profile = tempfile::tempdir().unwrap();
     let o = Command::new(browser)
-        .args(flags)
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg("--window-size=1200,3000")
-        .arg(&url)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1280,1000",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("file://{}", check.display()))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let png = resvg::tiny_skia::Pixmap::load_png(&shot).unwrap();
-    let ink = png.data().chunks(4).filter(|p| p[0] < 128).count();
-    assert!(ink > 1000, "the screenshot is blank");
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let Some(start) = dom.find("<pre id=\"flashkv-check\">") else {
+        panic!(
+            "the check did not run in Chromium: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let body = &dom[start + "<pre id=\"flashkv-check\">".len()..];
+    let text = body[..body.find("</pre>").unwrap()]
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(r["images"], plots, "{r}");
+    assert_eq!(
+        r["broken"],
+        serde_json::json!([]),
+        "images that did not load: {r}"
+    );
+    assert_eq!(r["over"], serde_json::json!([]), "text that overflows: {r}");
+    assert_eq!(r["page"], false, "the page scrolls sideways: {r}");
 }

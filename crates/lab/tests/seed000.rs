@@ -14,6 +14,7 @@ fn opts(quick: bool, out: &std::path::Path) -> LabOptions {
         out: out.to_path_buf(),
         seed: 1,
         on_progress: Box::new(|_| {}),
+        on_point: Box::new(|| {}),
     }
 }
 
@@ -67,6 +68,73 @@ fn the_comparison_is_counted_cell_by_cell_with_reasons() {
     ] {
         assert!(dir.path().join("seed000").join(f).is_file(), "{f}");
     }
+}
+
+/// The scorecard's rows: one per counted comparison, its count the
+/// comparison's, reproduced only when every cell agrees, every differing
+/// cell named with its reason; Table 3.2 (two cells fitted, eighteen not)
+/// reproduces.
+#[test]
+fn the_scorecard_gives_each_table_its_count_and_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Experiment::Seed000.run(&opts(true, dir.path())).unwrap();
+    let comparisons: Vec<Comparison> =
+        serde_json::from_value(s.json["comparisons"].clone()).unwrap();
+    let sources: Vec<&str> = s.claims.iter().map(|c| c.source.as_str()).collect();
+    assert_eq!(
+        sources,
+        [
+            "seed 000, Table 3.2",
+            "seed 000, Table 3.3",
+            "seed 000, section 3.4.1"
+        ]
+    );
+    for (c, cmp) in s.claims.iter().zip(&comparisons) {
+        assert!(
+            c.ours
+                .starts_with(&format!("{} of {} agree", cmp.agree, cmp.total)),
+            "{c:?}"
+        );
+        assert_eq!(
+            c.published.split(' ').next(),
+            Some(cmp.total.to_string().as_str())
+        );
+        assert_eq!(c.reproduced, cmp.agree == cmp.total, "{c:?}");
+        assert!(c.checked);
+        let differ: Vec<_> = cmp.cells.iter().filter(|x| !x.agrees).collect();
+        if !differ.is_empty() {
+            assert!(
+                c.why.starts_with(&format!("{} differ", differ.len())),
+                "{c:?}"
+            );
+        }
+        for x in differ {
+            // A table's cell by block size, a stated best block by the seed's size.
+            let named = format!("{} {}", x.row, x.pattern);
+            let stated = format!("{} (seed {}, model {})", x.pattern, x.seed, x.model);
+            assert!(
+                c.why.contains(&named) || c.why.contains(&stated),
+                "{x:?} not in {c:?}"
+            );
+        }
+    }
+    let t32 = &s.claims[0];
+    assert!(t32.reproduced, "{t32:?}");
+    assert!(
+        t32.ours.ends_with("(2 fitted)") && t32.why.contains("fitted to 2"),
+        "{t32:?}"
+    );
+    // Written beside the section for the summary's scorecard.
+    flashkv_lab::summary::write_section(
+        dir.path(),
+        &s,
+        &flashkv_lab::summary::RunInfo::now(true, 1),
+    )
+    .unwrap();
+    assert_eq!(
+        flashkv_lab::scorecard::read(&dir.path().join("seed000")),
+        s.claims
+    );
 }
 
 /// Every Experiment 2 row of `devices` at the full set of file sizes.

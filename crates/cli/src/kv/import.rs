@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::Args;
 use flashkv_engine::{Db, WriteBatch};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::{json, Value};
 
 use super::codec::Codec;
@@ -20,9 +20,17 @@ use super::Fail;
 pub struct ImportArgs {
     /// File to read; `-` or nothing reads stdin.
     file: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "tsv")]
+    /// Layout of the input: tsv (key<TAB>value lines, escaped as scan
+    /// prints them) or jsonl ({"key": ..., "value": ...} lines).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "tsv",
+        hide_possible_values = true,
+        value_name = "tsv|jsonl"
+    )]
     input_format: TextFormat,
-    /// Pairs per atomic commit.
+    /// Pairs per atomic commit (1 to 10,000,000).
     #[arg(long, default_value_t = 10_000,
           value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     batch: u64,
@@ -63,33 +71,51 @@ pub fn open_input(a: &ImportArgs) -> Result<Input, Fail> {
     }
 }
 
-/// Progress on stderr: a bar on a terminal, a line per 100,000 pairs otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
+/// Progress on stderr: over the bytes of a file (a bar with percent and
+/// ETA on a terminal, a line per tenth otherwise); over stdin, whose size
+/// is unknown, a spinner or a line per 100,000 pairs.
+enum Progress {
+    Bytes(crate::progress::Progress),
+    Spinner(ProgressBar),
+    Lines,
 }
 
 impl Progress {
     fn new(len: Option<u64>) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| match len {
-            Some(n) => ProgressBar::new(n).with_style(
-                ProgressStyle::with_template(
-                    "import [{bar:30}] {bytes}/{total_bytes} {percent}% eta {eta} {msg}",
-                )
-                .expect("a fixed template"),
-            ),
-            None => ProgressBar::new_spinner(),
-        });
-        Progress { bar }
+        match len {
+            Some(n) => Progress::Bytes(crate::progress::Progress::new(
+                "import",
+                n,
+                crate::progress::Unit::Bytes,
+            )),
+            None if std::io::stderr().is_terminal() => {
+                Progress::Spinner(ProgressBar::new_spinner())
+            }
+            None => Progress::Lines,
+        }
     }
 
+    /// Called per pair; shows something every 1,024 pairs.
     fn tick(&self, bytes: u64, pairs: u64) {
-        match &self.bar {
-            Some(b) => {
-                b.set_position(bytes);
-                b.set_message(format!("{pairs} pairs"));
+        if pairs % 1024 != 0 && !matches!(self, Progress::Lines) {
+            return;
+        }
+        match self {
+            Progress::Bytes(p) => {
+                p.start(&format!("{pairs} pairs"));
+                p.advance_to(bytes, &format!(" ({pairs} pairs)"));
             }
-            None if pairs.is_multiple_of(100_000) => eprintln!("import: {pairs} pairs"),
-            None => {}
+            Progress::Spinner(b) => b.set_message(format!("{pairs} pairs")),
+            Progress::Lines if pairs.is_multiple_of(100_000) => eprintln!("import: {pairs} pairs"),
+            Progress::Lines => {}
+        }
+    }
+
+    fn finish(self) {
+        match self {
+            Progress::Bytes(p) => p.finish(),
+            Progress::Spinner(b) => b.finish_and_clear(),
+            Progress::Lines => {}
         }
     }
 }
@@ -133,9 +159,7 @@ pub fn run(db: &Db, out: &mut Out, a: &ImportArgs, mut input: Input) -> Result<b
         batches += 1;
     }
     db.flush()?;
-    if let Some(b) = &progress.bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     let imported = pairs;
     if let Err(Fail::Usage(m)) = result {
         return Err(Fail::Usage(format!(

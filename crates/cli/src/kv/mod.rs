@@ -16,25 +16,42 @@ mod codec;
 mod import;
 mod ops;
 mod shell;
+mod words;
 
 use clap::{Args, Subcommand, ValueEnum};
 use flashkv_device::{presets, DataStore, SimDevice};
 use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
 
+use crate::error::CliError;
+
+/// Text forms of keys and values (said once here, not on every subcommand).
+const FORMATS: &str = "\
+Keys and values: --key-format and --value-format say how they are written in
+arguments, output and imports: utf8 (text, the default), hex (two digits per
+byte) or base64 (standard, padded). In TSV output (scan, export, get) and in
+`kv shell` arguments, utf8 text escapes tab, newline, carriage return and
+backslash as \\t \\n \\r \\\\, and other control characters and bytes that are
+not UTF-8 as \\xNN; `kv import` undoes the same escapes. JSON output needs
+UTF-8: use hex or base64 for binary data there.
+
+Exit codes: 0 success; 1 not found (get, delete) or a failure while running;
+2 bad input (arguments are checked before --create makes a store).";
+
 #[derive(Args)]
+#[command(after_long_help = FORMATS)]
 pub struct KvArgs {
     /// File holding the store (or the simulated device's data with --device).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     db: PathBuf,
     /// Create the store if --db is missing or empty (never otherwise: an
     /// existing file that is not a store is refused and left untouched).
     #[arg(long)]
     create: bool,
-    /// Seconds to wait for another process that has the store open.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds to wait for another process that has the store open (0 to 86400).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::units::seconds)]
     wait: f64,
     /// Run on a simulated device preset (see `flashkv devices`).
-    #[arg(long)]
+    #[arg(long, value_name = "PRESET")]
     device: Option<String>,
     /// Page store of a new store; an existing store is reopened with the one it was created with.
     #[arg(long, value_enum)]
@@ -43,19 +60,33 @@ pub struct KvArgs {
     /// Default: 64 GiB in a file, the whole device with --device.
     #[arg(long)]
     size: Option<String>,
-    /// Buffer pool frames (pages) [default: the engine's: an eighth of the
-    /// machine's memory, at least 64 MiB and at most 1 GiB of pages].
-    #[arg(long)]
+    /// Buffer pool frames (pages held in memory) [default: the engine's: an
+    /// eighth of the machine's memory, at least 64 MiB and at most 1 GiB].
+    #[arg(long, value_name = "PAGES")]
     buffer: Option<usize>,
     /// Buffer replacement policy.
     #[arg(long, default_value = "lru",
           value_parser = clap::builder::PossibleValuesParser::new(flashkv_engine::POLICY_NAMES))]
     policy: String,
-    /// How keys are written in arguments, output and imports.
-    #[arg(long, value_enum, default_value = "utf8", global = true)]
+    /// How keys are written in arguments, output and imports (see `kv --help`).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "utf8",
+        global = true,
+        hide_possible_values = true,
+        value_name = "utf8|hex|base64"
+    )]
     key_format: codec::Format,
     /// How values are written in arguments, output and imports.
-    #[arg(long, value_enum, default_value = "utf8", global = true)]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "utf8",
+        global = true,
+        hide_possible_values = true,
+        value_name = "utf8|hex|base64"
+    )]
     value_format: codec::Format,
     /// Print only JSON on stdout: one object, or one per line for scan/export.
     #[arg(long, global = true)]
@@ -77,32 +108,63 @@ enum Store {
 #[derive(Subcommand)]
 enum KvCmd {
     /// Set KEY to VALUE.
-    Put { key: String, value: String },
-    /// Print the value of KEY (exit 1 if absent).
-    Get { key: String },
-    /// Remove KEY (exit 1 if absent).
-    Delete { key: String },
+    Put(ops::PutArgs),
+    /// Print the value of KEY (exit 1 if absent); with several keys a
+    /// key<TAB>value line per key found (exit 1 if any is absent).
+    Get(ops::GetArgs),
+    /// Remove KEY, several keys (exit 1 if one is absent), or every key
+    /// under --prefix or from --from to --to (in atomic batches of 1,000).
+    Delete(ops::DeleteArgs),
     /// Print key<TAB>value lines in key order (escaped; see --key-format).
     Scan(ops::ScanArgs),
-    /// Print how many keys there are (under --prefix).
-    Count {
-        /// Only keys starting with this.
-        #[arg(long)]
-        prefix: Option<String>,
-    },
+    /// Print how many keys there are (under PREFIX).
+    Count(ops::CountArgs),
     /// Write every pair (under --prefix) to stdout, in a form `kv import` reads back.
     Export {
         /// Only keys starting with this.
         #[arg(long)]
         prefix: Option<String>,
-        #[arg(long, value_enum, default_value = "tsv")]
+        /// Layout of the output: tsv (key<TAB>value lines, escaped) or jsonl
+        /// ({"key": ..., "value": ...} lines).
+        #[arg(
+            long,
+            value_enum,
+            default_value = "tsv",
+            hide_possible_values = true,
+            value_name = "tsv|jsonl"
+        )]
         output_format: ops::TextFormat,
     },
     /// Load pairs from FILE (or stdin, `-`) in batched commits, then flush.
     Import(import::ImportArgs),
     /// Print what the store holds (keys, pages, file size) and its counters.
     Stats,
-    /// Read commands from stdin, one per line, in one process (see the README).
+    /// Many commands in one process, as sqlite3 or redis-cli offer.
+    ///
+    /// On a terminal: a prompt with line editing and history (kept in
+    /// ~/.flashkv_history). From a pipe: one command per line, one answer per
+    /// command, flushed before the next line is read; no prompt.
+    ///
+    /// Commands (`help CMD` in the shell shows a command's options):
+    ///   put KEY VALUE          the value is the rest of the line
+    ///   get KEY...             the value; several keys: key<TAB>value each
+    ///   delete KEY...          also: delete --prefix P, delete --from K --to K
+    ///   scan [PREFIX]          also --from K, --to K, --limit N, --reverse
+    ///   count [PREFIX]
+    ///   stats                  what the store holds, this session's counters
+    ///   flush                  make every change so far durable
+    ///   help [CMD]
+    ///   quit                   also exit, or Ctrl-D
+    ///
+    /// Answers: `ok`, a value, `not found`, a count, scan's pairs then
+    /// `end N`, or `error: ...` (the shell goes on). Words are split at
+    /// spaces; "double" or 'single' quotes keep a key with spaces whole, and
+    /// keys and values take the TSV escapes (\t, \n, \\, \xNN; see
+    /// `kv --help`). With --json every answer is one JSON object in the shape
+    /// of the one-shot commands'. At the end the store is flushed and closed.
+    ///
+    /// Example: printf 'put "my key" 1\nget "my key"\n' | flashkv kv --db my.db shell
+    #[command(verbatim_doc_comment)]
     Shell,
 }
 
@@ -188,11 +250,7 @@ fn fresh(path: &Path) -> Result<bool, Fail> {
 fn reads_only(cmd: &KvCmd) -> bool {
     matches!(
         cmd,
-        KvCmd::Get { .. }
-            | KvCmd::Scan(_)
-            | KvCmd::Count { .. }
-            | KvCmd::Export { .. }
-            | KvCmd::Stats
+        KvCmd::Get(_) | KvCmd::Scan(_) | KvCmd::Count(_) | KvCmd::Export { .. } | KvCmd::Stats
     )
 }
 
@@ -217,7 +275,14 @@ fn open(args: &KvArgs, read: bool) -> Result<Db, Fail> {
             args.db.display()
         )));
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(args.wait.clamp(0.0, 86_400.0));
+    if fresh {
+        // A missing directory, or /dev, is the user's to fix: exit 2.
+        crate::files::inspect("--db", &args.db).map_err(|e| match e {
+            CliError::Usage(m) => Fail::Usage(m),
+            CliError::Failed(m) => Fail::Run(m),
+        })?;
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(args.wait);
     loop {
         let r = match &args.device {
             None if fresh => Db::create(&args.db, opts.clone()),
@@ -273,7 +338,7 @@ fn open_on_device(args: &KvArgs, name: &str, fresh: bool, opts: Options) -> Resu
 /// waiting up to `wait` seconds for another process that holds it.
 fn lock(file: &std::fs::File, path: &Path, wait: f64) -> Result<(), Fail> {
     use std::os::unix::io::AsRawFd;
-    let deadline = Instant::now() + Duration::from_secs_f64(wait.clamp(0.0, 86_400.0));
+    let deadline = Instant::now() + Duration::from_secs_f64(wait);
     loop {
         // SAFETY: flock only reads its integer arguments; `file` is open.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
@@ -309,11 +374,11 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
     };
     let db = open(&args, reads_only(&args.cmd))?;
     let found = match &args.cmd {
-        KvCmd::Put { key, value } => ops::put(&db, &mut out, key, value)?,
-        KvCmd::Get { key } => ops::get(&db, &mut out, key)?,
-        KvCmd::Delete { key } => ops::delete(&db, &mut out, key)?,
+        KvCmd::Put(a) => ops::put(&db, &mut out, a)?,
+        KvCmd::Get(a) => ops::get(&db, &mut out, a)?,
+        KvCmd::Delete(a) => ops::delete(&db, &mut out, a)?,
         KvCmd::Scan(s) => ops::scan(&db, &mut out, s)?,
-        KvCmd::Count { prefix } => ops::count(&db, &mut out, prefix.as_deref())?,
+        KvCmd::Count(a) => ops::count(&db, &mut out, a)?,
         KvCmd::Export {
             prefix,
             output_format,
@@ -323,7 +388,7 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
             import::run(&db, &mut out, a, input)?
         }
         KvCmd::Stats => ops::stats(&db, &mut out, &args.db)?,
-        KvCmd::Shell => shell::run(&db, &mut out)?,
+        KvCmd::Shell => shell::run(&db, &mut out, &args.db)?,
     };
     out.finish()?;
     // Make the change durable and leave a checkpoint behind.
@@ -338,10 +403,11 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
 /// Decodes every key and value argument once, to fail before opening the store.
 fn check_args(cmd: &KvCmd, out: &ops::Out) -> Result<(), Fail> {
     match cmd {
-        KvCmd::Put { key, value } => out.key(key).and(out.value(value)).map(drop),
-        KvCmd::Get { key } | KvCmd::Delete { key } => out.key(key).map(drop),
-        KvCmd::Count { prefix: Some(p) }
-        | KvCmd::Export {
+        KvCmd::Put(a) => out.key(&a.key).and(out.value(&a.value)).map(drop),
+        KvCmd::Get(a) => a.keys.iter().try_for_each(|k| out.key(k).map(drop)),
+        KvCmd::Delete(a) => a.check(out),
+        KvCmd::Count(a) => a.prefix().map_or(Ok(()), |p| out.key(p).map(drop)),
+        KvCmd::Export {
             prefix: Some(p), ..
         } => out.key(p).map(drop),
         KvCmd::Scan(s) => s.check(out),

@@ -6,7 +6,7 @@ use std::ops::Bound;
 use std::path::Path;
 
 use clap::{Args, ValueEnum};
-use flashkv_engine::Db;
+use flashkv_engine::{Db, WriteBatch};
 use serde_json::{json, Value};
 
 use super::codec::{Codec, Format};
@@ -21,8 +21,47 @@ pub enum TextFormat {
     Jsonl,
 }
 
+/// Text of keys and values on the command line: the form --key-format and
+/// --value-format name (utf8 text by default; in `kv shell` with the TSV
+/// escapes `\t`, `\xNN`).
+#[derive(Args)]
+pub struct PutArgs {
+    /// The key.
+    pub key: String,
+    /// The value (in `kv shell`: the rest of the line).
+    pub value: String,
+}
+
+#[derive(Args)]
+pub struct GetArgs {
+    /// The key, or several: then one key<TAB>value line per key found.
+    #[arg(required = true, value_name = "KEY")]
+    pub keys: Vec<String>,
+}
+
+#[derive(Args)]
+#[command(group = clap::ArgGroup::new("what").required(true).multiple(true)
+    .args(["keys", "prefix", "from", "to"]))]
+pub struct DeleteArgs {
+    /// The key, or several.
+    #[arg(value_name = "KEY", conflicts_with_all = ["prefix", "from", "to"])]
+    pub keys: Vec<String>,
+    /// Delete every key starting with this.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    pub prefix: Option<String>,
+    /// Delete keys from this one (inclusive) ...
+    #[arg(long)]
+    pub from: Option<String>,
+    /// ... to this one (exclusive); either end may be left open.
+    #[arg(long)]
+    pub to: Option<String>,
+}
+
 #[derive(Args)]
 pub struct ScanArgs {
+    /// Only keys starting with this (the same as --prefix).
+    #[arg(value_name = "PREFIX", conflicts_with_all = ["prefix", "from", "to"])]
+    start: Option<String>,
     /// Only keys starting with this.
     #[arg(long, conflicts_with_all = ["from", "to"])]
     prefix: Option<String>,
@@ -36,23 +75,58 @@ pub struct ScanArgs {
     #[arg(long)]
     reverse: bool,
     /// At most this many pairs.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     limit: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct CountArgs {
+    /// Only keys starting with this (the same as --prefix).
+    #[arg(value_name = "PREFIX", conflicts_with = "prefix")]
+    start: Option<String>,
+    /// Only keys starting with this.
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+impl CountArgs {
+    pub fn prefix(&self) -> Option<&str> {
+        self.start.as_deref().or(self.prefix.as_deref())
+    }
 }
 
 impl ScanArgs {
     pub fn check(&self, out: &Out) -> Result<(), Fail> {
-        for k in [&self.prefix, &self.from, &self.to].into_iter().flatten() {
+        for k in [&self.start, &self.prefix, &self.from, &self.to]
+            .into_iter()
+            .flatten()
+        {
             out.key(k)?;
         }
         Ok(())
     }
 }
 
-/// Buffered stdout that knows how keys and values are written.
+impl DeleteArgs {
+    pub fn check(&self, out: &Out) -> Result<(), Fail> {
+        for k in self
+            .keys
+            .iter()
+            .chain([&self.prefix, &self.from, &self.to].into_iter().flatten())
+        {
+            out.key(k)?;
+        }
+        Ok(())
+    }
+}
+
+/// Buffered stdout that knows how keys and values are written, and
+/// whether it answers the shell (every command then answers on stdout and
+/// arguments carry the TSV escapes) or a one-shot command.
 pub struct Out {
     pub codec: Codec,
     pub json: bool,
+    pub shell: bool,
     w: BufWriter<Stdout>,
 }
 
@@ -61,27 +135,38 @@ impl Out {
         Out {
             codec,
             json,
+            shell: false,
             w: BufWriter::new(std::io::stdout()),
         }
     }
 
     pub fn key(&self, arg: &str) -> Result<Vec<u8>, Fail> {
-        decode(self.codec.key, "key", arg)
+        self.decode(self.codec.key, "key", arg)
     }
 
     pub fn value(&self, arg: &str) -> Result<Vec<u8>, Fail> {
-        decode(self.codec.value, "value", arg)
+        self.decode(self.codec.value, "value", arg)
     }
 
-    /// A key or value written as in TSV (escapes undone), as the shell reads them.
-    pub fn escaped(&self, is_key: bool, s: &str) -> Result<Vec<u8>, Fail> {
-        let (f, what) = if is_key {
-            (self.codec.key, "key")
-        } else {
-            (self.codec.value, "value")
-        };
-        f.decode_tsv(s.as_bytes())
-            .map_err(|e| Fail::Usage(format!("{what} {s:?}: {e}")))
+    fn decode(&self, f: Format, what: &str, arg: &str) -> Result<Vec<u8>, Fail> {
+        match self.shell {
+            true => f.decode_tsv(arg.as_bytes()),
+            false => f.decode_arg(arg),
+        }
+        .map_err(|e| Fail::Usage(format!("{what} {arg:?}: {e}")))
+    }
+
+    /// A key as output shows it (escaped text, or a JSON string's content).
+    pub fn show_key(&self, k: &[u8]) -> Result<String, Fail> {
+        show(self.codec.key, k, self.json)
+    }
+
+    /// Prints `text`, or `j` with --json: the shell's and a command's answer.
+    pub fn reply(&mut self, text: &str, j: Value) -> Result<(), Fail> {
+        match self.json {
+            true => self.object(j),
+            false => self.line(text),
+        }
     }
 
     pub fn line(&mut self, s: &str) -> Result<(), Fail> {
@@ -120,11 +205,6 @@ impl Out {
     }
 }
 
-fn decode(f: Format, what: &str, arg: &str) -> Result<Vec<u8>, Fail> {
-    f.decode_arg(arg)
-        .map_err(|e| Fail::Usage(format!("{what} {arg:?}: {e}")))
-}
-
 fn show(f: Format, b: &[u8], json: bool) -> Result<String, Fail> {
     if json {
         f.encode_json(b).map_err(Fail::Run)
@@ -135,39 +215,116 @@ fn show(f: Format, b: &[u8], json: bool) -> Result<String, Fail> {
     }
 }
 
-pub fn put(db: &Db, out: &mut Out, key: &str, value: &str) -> Result<bool, Fail> {
-    db.put(&out.key(key)?, &out.value(value)?)?;
-    if out.json {
-        out.object(json!({"op": "put", "key": key, "ok": true}))?;
+pub fn put(db: &Db, out: &mut Out, a: &PutArgs) -> Result<bool, Fail> {
+    let k = out.key(&a.key)?;
+    db.put(&k, &out.value(&a.value)?)?;
+    let j = json!({"op": "put", "key": out.show_key(&k)?, "ok": true});
+    if out.json || out.shell {
+        out.reply("ok", j)?;
     }
     Ok(true)
 }
 
-pub fn get(db: &Db, out: &mut Out, key: &str) -> Result<bool, Fail> {
-    let v = db.get(&out.key(key)?)?;
-    match (&v, out.json) {
-        (Some(v), true) => {
-            let v = out.show_value(v)?;
-            out.object(json!({"key": key, "found": true, "value": v}))?
+/// One key: its value (shell: or `not found`). Several: a key<TAB>value
+/// line per key found and, for one that is not, `not found: KEY` (on
+/// stderr outside the shell). With --json one object per key. False if any
+/// key is absent.
+pub fn get(db: &Db, out: &mut Out, a: &GetArgs) -> Result<bool, Fail> {
+    let mut all = true;
+    for arg in &a.keys {
+        let k = out.key(arg)?;
+        let v = db.get(&k)?;
+        all &= v.is_some();
+        let key = out.show_key(&k)?;
+        match (v, out.json) {
+            (Some(v), true) => {
+                let v = out.show_value(&v)?;
+                out.object(json!({"key": key, "found": true, "value": v}))?
+            }
+            (None, true) => out.object(json!({"key": key, "found": false}))?,
+            (Some(v), false) if a.keys.len() == 1 => {
+                let v = out.show_value(&v)?;
+                out.line(&v)?
+            }
+            (Some(v), false) => out.pair(&k, &v, false)?,
+            (None, false) if out.shell && a.keys.len() == 1 => out.line("not found")?,
+            (None, false) if out.shell => out.line(&format!("not found: {key}"))?,
+            (None, false) => eprintln!("not found: {key}"),
         }
-        (None, true) => out.object(json!({"key": key, "found": false}))?,
-        (Some(v), false) => {
-            let v = out.show_value(v)?;
-            out.line(&v)?
-        }
-        (None, false) => eprintln!("not found: {key}"),
     }
-    Ok(v.is_some())
+    Ok(all)
 }
 
-pub fn delete(db: &Db, out: &mut Out, key: &str) -> Result<bool, Fail> {
-    let deleted = db.delete(&out.key(key)?)?;
-    if out.json {
-        out.object(json!({"op": "delete", "key": key, "deleted": deleted}))?;
-    } else if !deleted {
-        eprintln!("not found: {key}");
+/// Keys named one by one (false if any was absent), or a prefix or range.
+pub fn delete(db: &Db, out: &mut Out, a: &DeleteArgs) -> Result<bool, Fail> {
+    if a.keys.is_empty() {
+        let bounds = bounds(out, a.prefix.as_deref(), &a.from, &a.to)?;
+        let n = delete_range(db, &bounds)?;
+        let j =
+            json!({"op": "delete", "prefix": a.prefix, "from": a.from, "to": a.to, "deleted": n});
+        if out.json || out.shell {
+            out.reply(&format!("deleted {n}"), j)?;
+        } else {
+            eprintln!("deleted {n} pairs");
+        }
+        return Ok(true);
     }
-    Ok(deleted)
+    let mut all = true;
+    for arg in &a.keys {
+        let k = out.key(arg)?;
+        let deleted = db.delete(&k)?;
+        all &= deleted;
+        let key = out.show_key(&k)?;
+        let j = json!({"op": "delete", "key": key, "deleted": deleted});
+        match (deleted, out.json || out.shell) {
+            (_, true) if a.keys.len() == 1 => {
+                out.reply(if deleted { "ok" } else { "not found" }, j)?
+            }
+            (true, true) => out.reply(&format!("deleted: {key}"), j)?,
+            (false, true) => out.reply(&format!("not found: {key}"), j)?,
+            (false, false) => eprintln!("not found: {key}"),
+            (true, false) => {}
+        }
+    }
+    Ok(all)
+}
+
+/// Keys deleted per commit by a range delete: each batch is atomic, the
+/// whole range is not (a failure leaves the batches before it deleted).
+const DELETE_BATCH: usize = 1000;
+
+/// Deletes every key in `bounds` in batches, holding one batch of keys in
+/// memory at a time; the number deleted.
+fn delete_range(db: &Db, bounds: &Range) -> Result<u64, Fail> {
+    let mut n = 0;
+    loop {
+        let mut batch = WriteBatch::default();
+        let got = each_pair(db, bounds, false, DELETE_BATCH, |k, _| {
+            batch.delete(k);
+            Ok(())
+        })?;
+        if got == 0 {
+            return Ok(n);
+        }
+        db.write(batch)?;
+        n += got;
+    }
+}
+
+/// The range a prefix, or --from and --to, name.
+fn bounds(
+    out: &Out,
+    prefix: Option<&str>,
+    from: &Option<String>,
+    to: &Option<String>,
+) -> Result<Range, Fail> {
+    if let Some(p) = prefix {
+        return Ok(prefix_bounds(&out.key(p)?));
+    }
+    let dec = |s: &Option<String>| s.as_deref().map(|s| out.key(s)).transpose();
+    let lo = dec(from)?.map_or(Bound::Unbounded, Bound::Included);
+    let hi = dec(to)?.map_or(Bound::Unbounded, Bound::Excluded);
+    Ok((lo, hi))
 }
 
 /// The first key after every key starting with `p` (none if `p` is all 0xff).
@@ -182,14 +339,17 @@ pub fn prefix_end(p: &[u8]) -> Bound<Vec<u8>> {
     Bound::Unbounded
 }
 
-fn prefix_bounds(p: &[u8]) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+/// A range of keys: the lower and the upper bound.
+pub type Range = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+fn prefix_bounds(p: &[u8]) -> Range {
     (Bound::Included(p.to_vec()), prefix_end(p))
 }
 
 /// Pairs in (lo, hi), streamed: memory stays bounded however many there are.
 pub fn each_pair(
     db: &Db,
-    (lo, hi): &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    (lo, hi): &Range,
     reverse: bool,
     limit: usize,
     mut f: impl FnMut(&[u8], &[u8]) -> Result<(), Fail>,
@@ -213,24 +373,16 @@ fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(|v| v.as_slice())
 }
 
+/// The pairs in order (shell: then `end N`).
 pub fn scan(db: &Db, out: &mut Out, a: &ScanArgs) -> Result<bool, Fail> {
-    let bounds = match &a.prefix {
-        Some(p) => prefix_bounds(&out.key(p)?),
-        None => {
-            let dec = |s: &Option<String>| s.as_deref().map(|s| out.key(s)).transpose();
-            let lo = dec(&a.from)?.map_or(Bound::Unbounded, Bound::Included);
-            let hi = dec(&a.to)?.map_or(Bound::Unbounded, Bound::Excluded);
-            (lo, hi)
-        }
-    };
+    let prefix = a.start.as_deref().or(a.prefix.as_deref());
+    let bounds = bounds(out, prefix, &a.from, &a.to)?;
     let jsonl = out.json;
-    each_pair(
-        db,
-        &bounds,
-        a.reverse,
-        a.limit.unwrap_or(usize::MAX),
-        |k, v| out.pair(k, v, jsonl),
-    )?;
+    let limit = a.limit.unwrap_or(usize::MAX);
+    let n = each_pair(db, &bounds, a.reverse, limit, |k, v| out.pair(k, v, jsonl))?;
+    if out.shell {
+        out.reply(&format!("end {n}"), json!({"end": n}))?;
+    }
     Ok(true)
 }
 
@@ -243,14 +395,12 @@ pub fn count_keys(db: &Db, prefix: &[u8]) -> Result<u64, Fail> {
     Ok(n)
 }
 
-pub fn count(db: &Db, out: &mut Out, prefix: Option<&str>) -> Result<bool, Fail> {
+pub fn count(db: &Db, out: &mut Out, a: &CountArgs) -> Result<bool, Fail> {
+    let prefix = a.prefix();
     let p = prefix.map(|p| out.key(p)).transpose()?.unwrap_or_default();
     let n = count_keys(db, &p)?;
-    if out.json {
-        out.object(json!({"count": n, "prefix": prefix}))?;
-    } else {
-        out.line(&n.to_string())?;
-    }
+    let shown = prefix.map(|_| out.show_key(&p)).transpose()?;
+    out.reply(&n.to_string(), json!({"count": n, "prefix": shown}))?;
     Ok(true)
 }
 

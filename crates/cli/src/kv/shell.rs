@@ -1,109 +1,186 @@
-//! `kv shell`: many operations in one process. One command per stdin line,
-//! one result line per command (a scan prints its pairs, then `end N`);
-//! a failing command prints `error: ...` and the shell goes on. Arguments
-//! use the TSV escapes (`\x20` for a space in a key), as the output does.
+//! `kv shell`: many operations in one process, as sqlite3 or redis-cli
+//! offer. On a terminal: a prompt, line editing and history (rustyline).
+//! From a pipe: one command per line and one answer per command (a scan
+//! answers with its pairs, then `end N`), flushed before the next line is
+//! read, so a script can talk to it; no prompt. A failing command answers
+//! `error: ...` and the shell goes on. The commands take the one-shot
+//! commands' arguments and answer in their JSON shape.
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
+use std::path::{Path, PathBuf};
 
+use clap::{Parser, Subcommand};
 use flashkv_engine::Db;
+use rustyline::error::ReadlineError;
 use serde_json::json;
 
-use super::ops::{count_keys, each_pair, prefix_end, Out};
+use super::ops::{self, Out};
+use super::words;
 use super::Fail;
 
-pub fn run(db: &Db, out: &mut Out) -> Result<bool, Fail> {
-    let stdin = std::io::stdin().lock();
-    for line in stdin.split(b'\n') {
-        let line = line?;
-        let line = String::from_utf8_lossy(&line);
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Err(Fail::Usage(e) | Fail::Run(e)) = command(db, out, line) {
-            if out.json {
-                out.object(json!({"error": e}))?;
-            } else {
-                out.line(&format!("error: {e}"))?;
+/// The shell's commands, parsed from the words of one line.
+#[derive(Parser)]
+#[command(
+    multicall = true,
+    help_template = "Commands (quote a key with spaces: \"my key\"; `help CMD` shows its options):\n{subcommands}"
+)]
+struct Line {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+#[command(help_template = "{about-with-newline}\n{usage-heading} {usage}\n\n{all-args}")]
+enum Cmd {
+    /// Set KEY to VALUE (the value is the rest of the line).
+    Put(ops::PutArgs),
+    /// Print the value of KEY; with several keys a key<TAB>value line each.
+    Get(ops::GetArgs),
+    /// Remove KEYs, or every key under --prefix or from --from to --to.
+    Delete(ops::DeleteArgs),
+    /// Print pairs in key order, then `end N`.
+    Scan(ops::ScanArgs),
+    /// Print how many keys there are (under PREFIX).
+    Count(ops::CountArgs),
+    /// Print what the store holds and this session's counters.
+    Stats,
+    /// Make every change so far durable.
+    Flush,
+    /// Leave the shell (also `exit`, or Ctrl-D); the store is flushed and closed.
+    #[command(alias = "exit")]
+    Quit,
+}
+
+/// Whether the shell goes on after a command.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Go,
+    Quit,
+}
+
+pub fn run(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
+    out.shell = true;
+    if std::io::stdin().is_terminal() {
+        interactive(db, out, path)?;
+    } else {
+        for line in std::io::stdin().lock().split(b'\n') {
+            let line = line?;
+            if one_line(db, out, path, &String::from_utf8_lossy(&line))? == Flow::Quit {
+                break;
             }
         }
-        // Scripts wait for each answer before sending more.
-        out.finish()?;
     }
     db.flush()?;
     Ok(true)
 }
 
-fn command(db: &Db, out: &mut Out, line: &str) -> Result<(), Fail> {
-    let mut words = line.trim_start().splitn(3, char::is_whitespace);
-    let cmd = words.next().unwrap_or_default();
-    let (a, b) = (words.next(), words.next());
-    let args = |n: usize| -> Result<(), Fail> {
-        let got = [a, b].iter().filter(|w| w.is_some()).count();
-        if got != n && !(cmd == "scan" && got == 0) {
-            return Err(Fail::Usage(format!(
-                "{cmd}: takes {n} argument(s), got {got}"
-            )));
-        }
-        Ok(())
-    };
-    match cmd {
-        "put" => {
-            args(2)?;
-            let (k, v) = (a.unwrap_or_default(), b.unwrap_or_default());
-            db.put(&out.escaped(true, k)?, &out.escaped(false, v)?)?;
-            reply(out, "ok", json!({"ok": true}))
-        }
-        "get" => {
-            args(1)?;
-            match db.get(&out.escaped(true, a.unwrap_or_default())?)? {
-                Some(v) => {
-                    let v = out.show_value(&v)?;
-                    reply(out, &v, json!({"found": true, "value": v}))
-                }
-                None => reply(out, "not found", json!({"found": false})),
-            }
-        }
-        "delete" => {
-            args(1)?;
-            let d = db.delete(&out.escaped(true, a.unwrap_or_default())?)?;
-            reply(
-                out,
-                if d { "ok" } else { "not found" },
-                json!({"deleted": d}),
-            )
-        }
-        "scan" => {
-            args(1)?;
-            let p = a
-                .map(|p| out.escaped(true, p))
-                .transpose()?
-                .unwrap_or_default();
-            let bounds = (std::ops::Bound::Included(p.clone()), prefix_end(&p));
-            let jsonl = out.json;
-            let n = each_pair(db, &bounds, false, usize::MAX, |k, v| out.pair(k, v, jsonl))?;
-            reply(out, &format!("end {n}"), json!({"end": n}))
-        }
-        "count" => {
-            args(0)?;
-            let n = count_keys(db, b"")?;
-            reply(out, &n.to_string(), json!({"count": n}))
-        }
-        "flush" => {
-            args(0)?;
-            db.flush()?;
-            reply(out, "ok", json!({"ok": true}))
-        }
-        c => Err(Fail::Usage(format!(
-            "unknown command {c:?} (put, get, delete, scan, count, flush)"
-        ))),
+/// A prompt with line editing and history kept in ~/.flashkv_history.
+fn interactive(db: &Db, out: &mut Out, path: &Path) -> Result<(), Fail> {
+    let mut ed = rustyline::DefaultEditor::new().map_err(|e| Fail::Run(e.to_string()))?;
+    let history = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".flashkv_history"));
+    if let Some(h) = &history {
+        let _ = ed.load_history(h); // none yet on a first run
     }
+    eprintln!(
+        "flashkv kv shell on {}: `help` lists the commands, `quit` or Ctrl-D leaves",
+        path.display()
+    );
+    loop {
+        match ed.readline("flashkv> ") {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = ed.add_history_entry(line.as_str());
+                }
+                if one_line(db, out, path, &line)? == Flow::Quit {
+                    break;
+                }
+            }
+            // Ctrl-C drops the line being typed, as in other shells.
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(Fail::Run(e.to_string())),
+        }
+    }
+    if let Some(h) = &history {
+        if let Err(e) = ed.save_history(h) {
+            eprintln!("warning: history not saved to {}: {e}", h.display());
+        }
+    }
+    Ok(())
 }
 
-fn reply(out: &mut Out, text: &str, j: serde_json::Value) -> Result<(), Fail> {
-    if out.json {
-        out.object(j)
-    } else {
-        out.line(text)
+/// Runs one line and answers it (an error is an answer too).
+fn one_line(db: &Db, out: &mut Out, path: &Path, line: &str) -> Result<Flow, Fail> {
+    let line = line.trim_end_matches('\r');
+    if line.trim().is_empty() {
+        return Ok(Flow::Go);
+    }
+    let flow = match command(db, out, path, line) {
+        Ok(flow) => flow,
+        Err(Fail::Usage(e) | Fail::Run(e)) => {
+            out.reply(&format!("error: {e}"), json!({"error": e}))?;
+            Flow::Go
+        }
+    };
+    out.finish()?;
+    Ok(flow)
+}
+
+fn command(db: &Db, out: &mut Out, path: &Path, line: &str) -> Result<Flow, Fail> {
+    let mut w = words::split(line).map_err(Fail::Usage)?;
+    // `put K V`: the value is the rest of the line, spaces and all, unless
+    // it is one word (which may be quoted).
+    if w.len() > 3 && w[0].text == "put" {
+        let rest = line[w[2].start..].trim_end().to_string();
+        w.truncate(2);
+        w.push(words::Word {
+            text: rest,
+            start: 0,
+        });
+    }
+    let first = w[0].text.clone();
+    let parsed = match Line::try_parse_from(w.into_iter().map(|w| w.text)) {
+        Ok(p) => p,
+        Err(e) => return help_or_error(out, &e, &first),
+    };
+    match parsed.cmd {
+        Cmd::Put(a) => ops::put(db, out, &a)?,
+        Cmd::Get(a) => ops::get(db, out, &a)?,
+        Cmd::Delete(a) => ops::delete(db, out, &a)?,
+        Cmd::Scan(a) => ops::scan(db, out, &a)?,
+        Cmd::Count(a) => ops::count(db, out, &a)?,
+        Cmd::Stats => ops::stats(db, out, path)?,
+        Cmd::Flush => {
+            db.flush()?;
+            out.reply("ok", json!({"ok": true}))?;
+            true
+        }
+        Cmd::Quit => return Ok(Flow::Quit),
+    };
+    Ok(Flow::Go)
+}
+
+/// `help` (or `help CMD`, `CMD --help`) prints the help; anything else
+/// clap refuses is an error in one line.
+fn help_or_error(out: &mut Out, e: &clap::Error, cmd: &str) -> Result<Flow, Fail> {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let text = e.render().to_string();
+            let text = text.trim_end();
+            if out.json {
+                out.object(json!({"help": text}))?;
+            } else {
+                out.line(text)?;
+            }
+            Ok(Flow::Go)
+        }
+        ErrorKind::InvalidSubcommand => Err(Fail::Usage(format!(
+            "unknown command {cmd:?} (put, get, delete, scan, count, stats, flush, help, quit)"
+        ))),
+        _ => {
+            let line = crate::error::clap_line(e).replace("(see --help)", "(see help)");
+            Err(Fail::Usage(format!("{cmd}: {line}")))
+        }
     }
 }

@@ -22,6 +22,7 @@ use clap::{ArgGroup, Args};
 
 use crate::error::CliError;
 use crate::files::Created;
+use crate::hybrid::PairArg;
 use crate::units;
 use conn::Shared;
 use export::Export;
@@ -40,7 +41,9 @@ pub struct ServeArgs {
     /// A device spec file (TOML; same fields as a preset).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
-    /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).
+    /// A hybrid: the SSD cache, then the HDD. Two presets (e.g.
+    /// ssd-lowend,hdd-7200; in memory for this run) or the two files
+    /// `flashkv hybrid create` made (clients' writes are kept in them).
     #[arg(long, value_name = "SSD,HDD")]
     hybrid: Option<String>,
     /// The hybrid's policy: `default` (re-read HDD data is promoted into
@@ -120,13 +123,14 @@ pub fn run(a: ServeArgs) -> ExitCode {
 }
 
 fn open_target(a: &ServeArgs, created: &mut Created) -> Result<target::Target, CliError> {
-    if a.file.is_some() && a.pace == Pace::Real {
+    let pair = a.hybrid.as_deref().map(PairArg::parse).transpose()?;
+    let files = a.file.is_some() || pair.as_ref().is_some_and(PairArg::is_files);
+    if files && a.pace == Pace::Real {
         return Err(CliError::Usage(
-            "--pace real applies to simulated devices; a --file runs at its hardware's speed"
-                .into(),
+            "--pace real applies to simulated devices; files run at their hardware's speed".into(),
         ));
     }
-    match (&a.device, &a.spec, &a.hybrid, &a.file) {
+    match (&a.device, &a.spec, &pair, &a.file) {
         (Some(name), ..) => target::preset(name),
         (_, Some(path), ..) => target::spec(path),
         (_, _, Some(pair), _) => target::hybrid(pair, a.hybrid_policy.options()),

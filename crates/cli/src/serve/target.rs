@@ -9,14 +9,14 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use flashkv_device::{presets, BlockDevice, DeviceSpec, FileDevice, FileOptions, SimDevice};
-use flashkv_hybrid::{HybridDevice, Options};
+use flashkv_hybrid::Options;
 
 use super::served::Served;
 use flashkv_lab::real::{HEADER, MARKER};
 
 use crate::error::CliError;
 use crate::files::{self, Created, Found};
-use crate::hybrid::hybrid_error;
+use crate::hybrid::PairArg;
 use crate::units::human;
 
 /// An opened device and the window of it to export.
@@ -71,23 +71,10 @@ pub fn spec(path: &Path) -> Result<Target, CliError> {
 }
 
 /// `SSD,HDD`: two presets, the cache first, as `replay --hybrid` takes
-/// them, run with `policy`.
-pub fn hybrid(pair: &str, policy: Options) -> Result<Target, CliError> {
-    let Some((s, h)) = pair.split_once(',') else {
-        return Err(usage(format!(
-            "--hybrid takes SSD,HDD (two presets), got '{pair}'"
-        )));
-    };
-    let (ssd, hdd) = (preset(s)?, preset(h)?);
-    let (Served::Plain(s), Served::Plain(h)) = (ssd.dev, hdd.dev) else {
-        unreachable!("presets are plain devices")
-    };
-    let dev = HybridDevice::create(s, h, policy).map_err(hybrid_error)?;
-    Ok(whole(
-        Served::Hybrid(Box::new(dev)),
-        format!("hybrid({},{})", ssd.name, hdd.name),
-        true,
-    ))
+/// them, or the two files `hybrid create` made; run with `policy`.
+pub fn hybrid(pair: &PairArg, policy: Options) -> Result<Target, CliError> {
+    let (dev, name) = pair.open(policy)?;
+    Ok(whole(Served::Hybrid(Box::new(dev)), name, true))
 }
 
 /// A real file: made at `size` when missing, else one flashkv made, else

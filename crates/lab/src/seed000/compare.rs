@@ -152,12 +152,13 @@ fn winners(
 }
 
 /// What the models lack or have that decides a cell between two kinds of
-/// drive: (seed's winner, model's winner, writes, why).
-const MECHANISMS: [(&str, &str, bool, &str); 2] = [
+/// drive: (seed's winner, model's winner, writes, in short, why).
+const MECHANISMS: [(&str, &str, bool, &str, &str); 2] = [
     (
         "ssd",
         "hdd",
         false,
+        "no read-ahead in the FTL model",
         "the FTL model has no read-ahead, so each sequential request pays the SSD's command and a NAND read, \
          while the disk's read-ahead serves it from its buffer; SSD controllers of 2010 prefetched sequential reads",
     ),
@@ -165,10 +166,24 @@ const MECHANISMS: [(&str, &str, bool, &str); 2] = [
         "ssd",
         "hdd",
         true,
+        "no write cache in the FTL model",
         "the FTL model has no write cache, so a write waits for its pages' program, while the disk's write \
          cache takes it at once; the seed's SSD had a DRAM buffer the model lacks",
     ),
 ];
+
+/// The mechanism that decides a cell the seed gives to `seed` and the
+/// model to `model`, in a few words, where it is known.
+pub fn mechanism(seed: &str, model: &str, pattern: &str) -> Option<&'static str> {
+    let writes = PATTERNS
+        .iter()
+        .find(|p| p.code() == pattern)
+        .is_some_and(|p| p.writes());
+    MECHANISMS
+        .iter()
+        .find(|m| m.0 == seed && m.1 == model && m.2 == writes)
+        .map(|m| m.3)
+}
 
 /// Why the model's best drive is not the seed's: both drives' rates and,
 /// where known, the mechanism that decides between them.
@@ -177,7 +192,7 @@ fn winner_reason(rows: &[Exp1Row], seed: &str, model: &str, p: Pattern, bs: u64)
     let why = MECHANISMS
         .iter()
         .find(|m| m.0 == seed && m.1 == model && m.2 == p.writes())
-        .map_or(String::new(), |m| format!(": {}", m.3));
+        .map_or(String::new(), |m| format!(": {}", m.4));
     format!(
         "model {model} {} MB/s against {seed} {} MB/s{why}",
         rate(model),
@@ -240,6 +255,11 @@ fn best_blocks(
     Ok(count(name, &title, cells))
 }
 
+/// How a best block differs when the model's is smaller than the seed's,
+/// and when it is larger: the words [`block_reason`] opens with.
+pub const FLATTENS: &str = "the model's curve flattens earlier";
+pub const RISES: &str = "the model's curve rises on";
+
 /// Why the model's best block differs from the seed's: the model's rates
 /// at both, which say whether its curve flattens earlier or rises on.
 fn block_reason(rows: &[Exp1Row], key: &str, pattern: &str, seed: u64, model: u64) -> String {
@@ -248,7 +268,7 @@ fn block_reason(rows: &[Exp1Row], key: &str, pattern: &str, seed: u64, model: u6
     let (s, m) = (at(seed), at(model));
     if model < seed {
         format!(
-            "the model's curve flattens earlier: {} MB/s at {} is already {:.0} % of its top {} MB/s ({} MB/s at the seed's {})",
+            "{FLATTENS}: {} MB/s at {} is already {:.0} % of its top {} MB/s ({} MB/s at the seed's {})",
             f(m, 2),
             size_label(model),
             100.0 * m / top,
@@ -258,7 +278,7 @@ fn block_reason(rows: &[Exp1Row], key: &str, pattern: &str, seed: u64, model: u6
         )
     } else {
         format!(
-            "the model's curve rises on: {} MB/s at the seed's {} is {:.0} % of its top {} MB/s, reached at {}",
+            "{RISES}: {} MB/s at the seed's {} is {:.0} % of its top {} MB/s, reached at {}",
             f(s, 2),
             size_label(seed),
             100.0 * s / top,

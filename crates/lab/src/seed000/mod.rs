@@ -17,6 +17,7 @@
 //!   file size with the drive's own read cache empty, and warm after one
 //!   pass over the file (the rows and the plot are [`crate::cache`]'s).
 
+mod claims;
 mod compare;
 mod exp1;
 pub mod exp2;

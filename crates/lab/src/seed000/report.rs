@@ -63,6 +63,7 @@ pub fn write(opts: &LabOptions, rows: Vec<Row>) -> Result<Section, LabError> {
             text.iter().map(|(_, m)| m.as_str()).collect::<String>()
         ),
         json,
+        claims: super::claims::claims(&comparisons),
     })
 }
 
@@ -203,7 +204,7 @@ fn comparison_table(c: &Comparison) -> (Table, String) {
             "{} — seed | model; {} of {} cells agree",
             c.title, c.agree, c.total
         ),
-        &["", "sr", "rr", "sw", "rw"],
+        &[rows_are(c), "sr", "rr", "sw", "rw"],
     );
     let mut rows: Vec<&str> = Vec::new();
     for x in &c.cells {
@@ -235,6 +236,16 @@ fn comparison_table(c: &Comparison) -> (Table, String) {
         ));
     }
     (t, notes)
+}
+
+/// What a comparison's rows are: block sizes (Tables 3.2 and 3.3) or the
+/// seed's drives (its stated best block sizes).
+fn rows_are(c: &Comparison) -> &'static str {
+    if c.name.starts_with("table") {
+        "block"
+    } else {
+        "drive"
+    }
 }
 
 /// Experiment 2: one table per drive, file sizes down, patterns across.
