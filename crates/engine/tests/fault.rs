@@ -10,6 +10,8 @@ use flashkv_testing::{cases, Shared};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+// `common::workload_big` serves the crash tests, not this one.
+#[allow(dead_code)]
 mod common;
 use common::{run, workload, Model};
 
