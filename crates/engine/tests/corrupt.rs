@@ -152,8 +152,17 @@ fn scan_matches(what: &str, db: &Db, m: &Model) -> bool {
     }
 }
 
-/// One case; returns whether a fault struck.
-fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> bool {
+/// One attempt at a case: the seed's workload and options, the fault plan's
+/// seed moved by `attempt`; returns whether the fault struck (while the
+/// workload ran, or while recovery read what it left).
+fn case(
+    seed: u64,
+    attempt: u64,
+    kind: StoreKind,
+    nand: bool,
+    fault: Fault,
+    reopen: bool,
+) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
     let frames = [1, 2, 8][rng.gen_range(0..3)];
     let n = rng.gen_range(40..120);
@@ -167,7 +176,7 @@ fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> b
         .build()
         .unwrap();
     let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
-    let dev = device(nand, plan(fault, rng.gen()));
+    let dev = device(nand, plan(fault, rng.gen::<u64>().wrapping_add(attempt)));
     let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();
     let db = match Db::open(Box::new(dev.clone()), o.clone()) {
         Ok(db) => db,
@@ -183,10 +192,11 @@ fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> b
         return struck(&dev);
     }
     drop(db);
+    let before = struck(&dev);
     // Reopen, faults still striking: recovery reads what the workload left.
     let dev = Shared::new(FaultDevice::new(
         dev.take().into_inner(),
-        plan(fault, rng.gen()),
+        plan(fault, rng.gen::<u64>().wrapping_add(attempt)),
     ));
     match Db::open(Box::new(dev.clone()), o) {
         Ok(db) => {
@@ -194,7 +204,7 @@ fn case(seed: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> b
         }
         Err(e) => detected(&format!("{what} reopen"), e),
     }
-    true
+    before || struck(&dev)
 }
 
 const KINDS: [(StoreKind, bool); 4] = [
@@ -204,27 +214,35 @@ const KINDS: [(StoreKind, bool); 4] = [
     (StoreKind::InPageLogging(IplGeometry::shared()), true),
 ];
 
+/// Fault plans a case tries before it gives up on its fault striking.
+const ATTEMPTS: u64 = 64;
+
+/// A case whose fault strikes: the seed's workload, tried under the plans
+/// of attempt 0, 1, ... until the fault strikes (a run where it did not
+/// tested nothing of it). At these chances the first plan struck in 68 %
+/// of the bit-flip cases and 89 to 98 % of the others (measured over
+/// these tests' seeds), where the workload read or wrote too little.
 fn any_case(seed: u64, fault: Fault, reopen: bool) -> bool {
     let (kind, nand) = KINDS[(seed % 4) as usize];
-    case(seed, kind, nand, fault, reopen)
+    (0..ATTEMPTS).any(|a| case(seed, a, kind, nand, fault, reopen))
 }
 
 #[test]
 fn flipped_bits_are_detected() {
     let t = "flipped_bits_are_detected";
-    cases(t, 0..1500, |s| any_case(s, Fault::FlipReads, false)).assert_hits(t, 50);
+    cases(t, 0..1500, |s| any_case(s, Fault::FlipReads, false)).assert_hits(t, 100);
 }
 
 #[test]
 fn latent_sector_errors_are_reported() {
     let t = "latent_sector_errors_are_reported";
-    cases(t, 10_000..11_500, |s| any_case(s, Fault::Latent, true)).assert_hits(t, 50);
+    cases(t, 10_000..11_500, |s| any_case(s, Fault::Latent, true)).assert_hits(t, 100);
 }
 
 #[test]
 fn misdirected_writes_are_detected() {
     let t = "misdirected_writes_are_detected";
-    cases(t, 20_000..21_500, |s| any_case(s, Fault::Misdirect, false)).assert_hits(t, 50);
+    cases(t, 20_000..21_500, |s| any_case(s, Fault::Misdirect, false)).assert_hits(t, 100);
 }
 
 /// A bit flipped while recovery reads a durable log record used to end the
@@ -240,7 +258,7 @@ fn a_log_record_misread_during_recovery_is_read_again() {
     for seed in [2, 95, 116, 177, 588, 1527] {
         any_case(seed, Fault::FlipReads, true);
     }
-    cases(t, 30_000..30_500, |s| any_case(s, Fault::FlipReads, true)).assert_hits(t, 50);
+    cases(t, 30_000..30_500, |s| any_case(s, Fault::FlipReads, true)).assert_hits(t, 100);
 }
 
 /// A write that lands elsewhere leaves its target holding what it held
@@ -269,7 +287,7 @@ fn misdirected_writes_are_detected_after_reopen() {
     ] {
         any_case(seed, Fault::Misdirect, true);
     }
-    cases(t, 40_000..41_500, |s| any_case(s, Fault::Misdirect, true)).assert_hits(t, 50);
+    cases(t, 40_000..41_500, |s| any_case(s, Fault::Misdirect, true)).assert_hits(t, 100);
 }
 
 #[test]

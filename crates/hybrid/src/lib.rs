@@ -91,6 +91,6 @@ pub mod trace;
 pub use device::HybridDevice;
 pub use error::{HybridError, Result};
 pub use layout::{is_hybrid_ssd, Layout, SUPERBLOCK_BYTES};
-pub use options::Options;
+pub use options::{Options, IDLE_THRESHOLD_NS, WHOLE_CACHE};
 pub use route::{Route, Router};
 pub use stats::{HybridStats, RecoveryReport};

@@ -4,6 +4,22 @@ use serde::Serialize;
 use crate::error::{HybridError, Result};
 use crate::tablets::TABLET_BYTES;
 
+/// The default idle threshold: one average access of a 7,200 rpm disk
+/// (8.5 ms seek + 4.17 ms half revolution; the seed's Seagate
+/// ST3500418AS and `hdd-7200` alike). A flush write, once started, cannot
+/// be taken back: a request arriving just after it waits about one access.
+/// Waiting that long before starting bounds the delay flushing adds to the
+/// idle time already seen (the break-even rule of ski rental, as for disk
+/// spin-down). See docs/hybrid.md, "The flush policy".
+pub const IDLE_THRESHOLD_NS: Nanos = 12_670_000;
+
+/// A round as large as the cache: the flush worker sorts everything dirty
+/// into one pass over the HDD (seed 003: the SSD's capacity "gives a chance
+/// to reshape flush requests"). A round stops between any two writes, so
+/// its size costs the host no latency; its memory is 40 bytes per dirty
+/// 4 KiB unit (1 % of the dirty data).
+pub const WHOLE_CACHE: u64 = u64::MAX;
+
 /// Run-time policy of a hybrid device. None of it is stored on the devices:
 /// a hybrid may be reopened with different options.
 #[derive(Debug, Clone, Serialize)]
@@ -22,12 +38,13 @@ pub struct Options {
     pub high_watermark: f64,
     /// Fraction the pressure flush brings the dirty span down to. Default 0.5.
     pub low_watermark: f64,
-    /// How long the device must have been idle before the flush worker starts.
-    /// Default 2 ms, so back-to-back bursts are not interrupted.
+    /// How long the device must have been idle before the flush worker
+    /// starts. Default [`IDLE_THRESHOLD_NS`], one disk access.
     pub idle_threshold_ns: Nanos,
     /// Log bytes the flush worker gathers, sorts and writes back per round.
     /// Larger rounds sort more data into longer sequential HDD runs; an idle
-    /// period may end mid-round without losing the work. Default 32 MiB.
+    /// period may end mid-round without losing the work. Default
+    /// [`WHOLE_CACHE`]: everything dirty.
     pub round_bytes: u64,
     /// Largest merged write the flush worker sends to the HDD. Default 1 MiB.
     pub max_flush_write: u64,
@@ -51,8 +68,8 @@ impl Default for Options {
             memory_limit: 64 << 20,
             high_watermark: 0.75,
             low_watermark: 0.5,
-            idle_threshold_ns: 2_000_000,
-            round_bytes: 32 << 20,
+            idle_threshold_ns: IDLE_THRESHOLD_NS,
+            round_bytes: WHOLE_CACHE,
             max_flush_write: 1 << 20,
             promote: true,
             promote_after: 2,

@@ -121,7 +121,7 @@ impl Experiment {
             Experiment::Advisor => crate::advisor_lab::points(),
             Experiment::Ipl => crate::ipl::points(quick),
             Experiment::Buffer => crate::buffer::points(),
-            Experiment::Hybrid => crate::hybrid::points(),
+            Experiment::Hybrid => crate::hybrid::points(quick),
             Experiment::SimScale => crate::sim_scale::points(),
             Experiment::Pgbench => crate::pgbench::points(),
         }

@@ -28,7 +28,8 @@ pub struct Claim {
     pub tolerance: String,
     pub reproduced: bool,
     /// Whether this run checked the claim at all (an experiment that could
-    /// not run says so, and `ours` and `why` say what was missing).
+    /// not run says so, and `ours` and `why` say what was missing; one run
+    /// at a scale too small for the claim, `--quick`, says that).
     #[serde(default = "yes")]
     pub checked: bool,
     /// One line: why it reproduced or not.
@@ -62,7 +63,7 @@ pub fn markdown(claims: &[(&str, Claim)]) -> String {
     let unchecked = claims.iter().filter(|(_, c)| !c.checked).count();
     let skipped = match unchecked {
         0 => String::new(),
-        n => format!(" ({n} not checked: the experiment could not run here)"),
+        n => format!(" ({n} not checked: the experiment could not run here, or not at this scale)"),
     };
     let mut md = format!(
         "## Scorecard\n\n{ok} of {} claims of the source documents reproduced in this run{skipped}. \

@@ -5,23 +5,25 @@ use std::ops::Range;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How many cases ran, and for how many the case reported a hit (say, the
-/// crash struck inside the workload).
+/// How many cases ran, and in how many the fault struck: the case says
+/// whether it did (a write torn or lost by the crash inside the workload,
+/// a write sent astray, a read corrupted or failed). A case whose fault
+/// never struck tested nothing of the fault.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Tally {
     pub cases: u64,
-    pub hits: u64,
+    pub struck: u64,
 }
 
 impl Tally {
-    /// Asserts at least `percent` of the cases hit, when more than one ran
-    /// (a rerun of one seed proves nothing about the mix).
+    /// Asserts the fault struck in at least `percent` of the cases, when
+    /// more than one ran (a rerun of one seed proves nothing about the mix).
     pub fn assert_hits(&self, test: &str, percent: u64) {
         if self.cases > 1 {
             assert!(
-                self.hits * 100 >= self.cases * percent,
-                "{test}: only {} of {} cases hit",
-                self.hits,
+                self.struck * 100 >= self.cases * percent,
+                "{test}: the fault struck in only {} of {} cases",
+                self.struck,
                 self.cases
             );
         }
@@ -51,9 +53,10 @@ fn one(test: &str, seed: u64, case: &mut impl FnMut(u64) -> bool) -> bool {
 
 /// Runs `case` for every seed of `seeds`, or only for `FLASHKV_SEED` when
 /// set (and no case when it lies outside `seeds`: it names another test's
-/// case). Reports `<test>: <n> fault cases` on stderr, and appends it to
-/// the file `FLASHKV_CASE_LOG` names, if set (`scripts/fault-cases` sums
-/// that file over a test run).
+/// case); `case` returns whether its fault struck. Reports `<test>: <n>
+/// fault cases run, <k> struck` on stderr, and appends it to the file
+/// `FLASHKV_CASE_LOG` names, if set (`scripts/fault-cases` sums that file
+/// over a test run).
 pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -> Tally {
     let seeds = match pinned() {
         Some(s) if seeds.contains(&s) => s..s + 1,
@@ -63,11 +66,11 @@ pub fn cases(test: &str, seeds: Range<u64>, mut case: impl FnMut(u64) -> bool) -
     let mut t = Tally::default();
     for seed in seeds {
         t.cases += 1;
-        t.hits += u64::from(one(test, seed, &mut case));
+        t.struck += u64::from(one(test, seed, &mut case));
     }
     report(&format!(
-        "{test}: {} fault cases, {} hit\n",
-        t.cases, t.hits
+        "{test}: {} fault cases run, {} struck\n",
+        t.cases, t.struck
     ));
     t
 }
@@ -94,7 +97,7 @@ pub fn soak(test: &str, mut case: impl FnMut(u64) -> bool) -> Tally {
         let hit = one(test, seed, &mut case);
         return Tally {
             cases: 1,
-            hits: u64::from(hit),
+            struck: u64::from(hit),
         };
     }
     let secs = std::env::var("FLASHKV_SOAK_SECS").map_or(60, |v| {
@@ -109,9 +112,12 @@ pub fn soak(test: &str, mut case: impl FnMut(u64) -> bool) -> Tally {
     let mut seed = start;
     while Instant::now() < until {
         t.cases += 1;
-        t.hits += u64::from(one(test, seed, &mut case));
+        t.struck += u64::from(one(test, seed, &mut case));
         seed = seed.wrapping_add(1);
     }
-    eprintln!("{test}: {} cases from seed {start} in {secs} s", t.cases);
+    eprintln!(
+        "{test}: {} cases from seed {start} in {secs} s, the fault struck in {}",
+        t.cases, t.struck
+    );
     t
 }

@@ -14,8 +14,6 @@ use crate::oltp::{self, Kind};
 
 /// Page size: Oracle's default 8 KB block, the seed's typical request.
 const PAGE: u32 = 8192;
-/// The engine's log: the size the study was calibrated with.
-const LOG: u64 = 16 << 20;
 
 /// Loads the database onto `dev` (with a buffer that holds it, and its log
 /// on `log` if given) and checkpoints.
@@ -28,7 +26,6 @@ fn load(
     let opts = Options::builder()
         .page_size(PAGE)
         .buffer_pages(1 << 16)
-        .wal_size(LOG)
         .writer(false)
         .build()?;
     let db = match log {
@@ -54,28 +51,26 @@ pub struct Setup<'a> {
     /// instead of memory (its circular log fills the whole SSD, 2 GiB for
     /// `ssd-lowend`, before it reclaims anything).
     pub scratch: Option<&'a Path>,
+    /// The engine's background writer (its default): dirty pages cleaned
+    /// ahead of eviction, as Oracle's database writer did; off, a dirty
+    /// page is written when the buffer evicts it.
+    pub writer: bool,
 }
 
-/// The seed's HeteroDrive policy: no read promotion (the seed caches what
-/// was written, and never pulls read data in); a flush round may take the
-/// whole cache, so the worker sorts all the dirty data it holds into one
-/// pass over the HDD (the seed: the SSD's capacity "gives a chance to
-/// reshape flush requests"); and the worker waits for 10 ms of idle time.
-/// The one-client host leaves its data disk idle for about 5 ms while it
-/// commits to its log disk: with the default 2 ms those gaps started flush
-/// writes that delayed the next transaction's reads and split the sort,
-/// and the hybrid lost 15 % of its TPS (31.98 against 38.3, full run).
+/// The seed's HeteroDrive: the hybrid crate's default flush policy (see
+/// [`flashkv_hybrid::IDLE_THRESHOLD_NS`] and [`flashkv_hybrid::WHOLE_CACHE`]
+/// for why), without read promotion (the seed caches what was written and
+/// never pulls read data in).
 pub fn seed_policy() -> flashkv_hybrid::Options {
     flashkv_hybrid::Options {
         promote: false,
-        round_bytes: 2 << 30,
-        idle_threshold_ns: 10_000_000,
         ..flashkv_hybrid::Options::default()
     }
 }
 
 /// Runs the workload on one configuration as the seed set it up:
-/// `ssd-lowend` as the SSD, the log on a disk of its own, no promotion.
+/// `ssd-lowend` as the SSD, the log on a disk of its own, no promotion,
+/// and the engine's defaults (its background writer on).
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
     let (ssd, policy) = (presets::get("ssd-lowend")?, seed_policy());
     let setup = Setup {
@@ -83,6 +78,7 @@ pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
         policy: &policy,
         log_disk: true,
         scratch: None,
+        writer: true,
     };
     measure_on(config, size, seed, setup)
 }
@@ -135,8 +131,7 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
     let opts = Options::builder()
         .buffer_pages(buffer)
-        .wal_size(LOG)
-        .writer(false)
+        .writer(setup.writer)
         .sync(true)
         .build()?;
     let db = match log {
@@ -244,6 +239,10 @@ pub fn measure_on(config: Config, size: Size, seed: u64, setup: Setup) -> Result
             config,
             promote: config == Config::Hybrid && setup.policy.promote,
             log_disk: setup.log_disk,
+            writer: setup.writer,
+            seed,
+            idle_threshold_ns: setup.policy.idle_threshold_ns,
+            round_bytes: setup.policy.round_bytes,
             tps: size.transactions as f64 / seconds.max(1e-9),
             transactions: size.transactions,
             reads,

@@ -23,6 +23,7 @@ mod record;
 mod report;
 
 pub use measure::{measure, measure_on, seed_policy, Setup};
+pub use report::Spread;
 pub use record::{Io, Recorder, Shared, SharedTrace};
 pub use report::Digest;
 
@@ -110,6 +111,14 @@ pub struct Row {
     pub promote: bool,
     /// The database's log was on a disk of its own (the seed's set-up).
     pub log_disk: bool,
+    /// The engine's background writer was on (its default).
+    pub writer: bool,
+    /// The workload's seed.
+    pub seed: u64,
+    /// The hybrid's flush policy (the crate's defaults in the headline):
+    /// idle time before the flush worker starts, and log bytes per round.
+    pub idle_threshold_ns: u64,
+    pub round_bytes: u64,
     pub tps: f64,
     pub transactions: u64,
     /// Requests the underlying devices served (both, for the hybrid).
@@ -145,52 +154,117 @@ pub struct WriteBack {
     pub seconds: f64,
 }
 
-/// A run to make: the configuration, whether the hybrid promotes, whether
-/// the log has a disk of its own.
-type Job = (Config, bool, bool);
+/// Seeds the headline and the run without the writer are measured over:
+/// ten (the floor for a randomized claim), two at `--quick`.
+pub fn seeds(quick: bool) -> u64 {
+    if quick {
+        2
+    } else {
+        10
+    }
+}
 
-/// The seed's configuration first (the headline rows), then the what-ifs,
-/// each changing one thing: the hybrid with promotion, and the log on the
-/// device under test.
-const JOBS: [Job; 7] = [
-    (Config::Hdd, false, true),
-    (Config::Ssd, false, true),
-    (Config::Hybrid, false, true),
-    (Config::Hybrid, true, true),
-    (Config::Hdd, false, false),
-    (Config::Ssd, false, false),
-    (Config::Hybrid, false, false),
-];
+/// Seeds each cell of the flush-policy sensitivity grid is measured over
+/// (the first of [`seeds`]): each cell is a hybrid run per seed.
+fn sensitivity_seeds(quick: bool) -> u64 {
+    if quick {
+        1
+    } else {
+        3
+    }
+}
 
-/// A point: a configuration, whether the hybrid promotes, whether the log
-/// has a disk of its own.
+/// The sensitivity grid's idle thresholds: a tenth of a disk access, the
+/// default (one access), four accesses.
+pub const IDLE_GRID_NS: [u64; 3] = [2_000_000, flashkv_hybrid::IDLE_THRESHOLD_NS, 50_000_000];
+/// The grid's round sizes: 32 MiB (the crate's former default), 256 MiB,
+/// and the whole cache (the default).
+pub const ROUND_GRID: [u64; 3] = [32 << 20, 256 << 20, flashkv_hybrid::WHOLE_CACHE];
+
+/// A point: a configuration and its set-up, the seed's offset from the
+/// lab's seed, and the hybrid's flush policy.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PointParams {
     config: Config,
     promote: bool,
     log_disk: bool,
+    writer: bool,
+    run: u64,
+    idle_threshold_ns: u64,
+    round_bytes: u64,
 }
 
-/// The seed's configuration, then the what-ifs.
-pub fn points() -> Vec<Point> {
-    points::grid(JOBS.map(|(config, promote, log_disk)| {
-        let mut id = config.name().to_string();
-        if promote {
+impl PointParams {
+    fn id(&self) -> String {
+        let mut id = format!("{}/seed+{}", self.config.name(), self.run);
+        let d = flashkv_hybrid::Options::default();
+        if (self.idle_threshold_ns, self.round_bytes) != (d.idle_threshold_ns, d.round_bytes) {
+            id += &format!(
+                "/idle-{}us/round-{}",
+                self.idle_threshold_ns / 1000,
+                self.round_bytes
+            );
+        }
+        if !self.writer {
+            id += "/no-writer";
+        }
+        if self.promote {
             id += "/promote";
         }
-        if !log_disk {
+        if !self.log_disk {
             id += "/log-on-device";
         }
-        (
-            id,
-            PointParams {
-                config,
-                promote,
-                log_disk,
-            },
-        )
-    }))
+        id
+    }
+}
+
+/// The seed's configuration over [`seeds`] (the headline), the same
+/// without the engine's writer, the what-ifs on the first seed (the hybrid
+/// with promotion, the log on the device under test), then the hybrid over
+/// the flush-policy grid.
+pub fn points(quick: bool) -> Vec<Point> {
+    let d = flashkv_hybrid::Options::default();
+    let base = |config, run| PointParams {
+        config,
+        promote: false,
+        log_disk: true,
+        writer: true,
+        run,
+        idle_threshold_ns: d.idle_threshold_ns,
+        round_bytes: d.round_bytes,
+    };
+    let all = [Config::Hdd, Config::Ssd, Config::Hybrid];
+    let mut ps = Vec::new();
+    for writer in [true, false] {
+        for run in 0..seeds(quick) {
+            ps.extend(all.map(|c| PointParams {
+                writer,
+                ..base(c, run)
+            }));
+        }
+    }
+    ps.push(PointParams {
+        promote: true,
+        ..base(Config::Hybrid, 0)
+    });
+    ps.extend(all.map(|c| PointParams {
+        log_disk: false,
+        ..base(c, 0)
+    }));
+    for idle_threshold_ns in IDLE_GRID_NS {
+        for round_bytes in ROUND_GRID {
+            if (idle_threshold_ns, round_bytes) == (d.idle_threshold_ns, d.round_bytes) {
+                continue; // the headline's hybrid rows
+            }
+            ps.extend((0..sensitivity_seeds(quick)).map(|run| PointParams {
+                idle_threshold_ns,
+                round_bytes,
+                ..base(Config::Hybrid, run)
+            }));
+        }
+    }
+    points::grid(ps.into_iter().map(|p| (p.id(), p)))
 }
 
 /// Runs one configuration; the hybrid's SSD keeps its data in an unlinked
@@ -204,12 +278,14 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
         )));
     }
     let size = Size::of(opts.quick);
-    opts.progress(&format!("hybrid: TPC-C-like on {}", p.config.name()));
+    let seed = opts.seed.wrapping_add(p.run);
+    opts.progress(&format!("hybrid: TPC-C-like on {}, seed {seed}", p.config.name()));
     let lowend = presets::get("ssd-lowend")?;
-    let seed_policy = seed_policy();
-    let promoting = flashkv_hybrid::Options {
-        promote: true,
-        ..seed_policy.clone()
+    let policy = flashkv_hybrid::Options {
+        promote: p.promote,
+        idle_threshold_ns: p.idle_threshold_ns,
+        round_bytes: p.round_bytes,
+        ..seed_policy()
     };
     // One at a time, and the hybrid's SSD data in a scratch file: each run
     // holds its database in memory (and, while loading, a second copy in the
@@ -218,14 +294,17 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
     let scratch = opts.dir("hybrid")?;
     let setup = Setup {
         ssd: &lowend,
-        policy: if p.promote { &promoting } else { &seed_policy },
+        policy: &policy,
         log_disk: p.log_disk,
         scratch: Some(&scratch),
+        writer: p.writer,
     };
-    let run = measure_on(p.config, size, opts.seed, setup)?;
+    let run = measure_on(p.config, size, seed, setup)?;
+    let d = flashkv_hybrid::Options::default();
+    let headline = p.writer && (p.idle_threshold_ns, p.round_bytes) == (d.idle_threshold_ns, d.round_bytes);
     Ok(Output {
         rows: vec![points::raw(&run.row)?],
-        detail: Some(points::raw(&Digest::of(&run))?),
+        detail: Some(points::raw(&Digest::of(&run, p.run == 0 && headline))?),
     })
 }
 
