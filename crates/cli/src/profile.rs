@@ -133,8 +133,10 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         (None, Some(path)) => DeviceSpec::from_file(path)?,
         (None, None) => unreachable!("clap requires --device or --spec"),
     };
-    let capacity = SimDevice::new(&spec)?.geometry().capacity;
-    let span = a.span.unwrap_or(capacity);
+    // One device at a time, and none built just to read the capacity: the
+    // first run's device answers the checks, and each run starts fresh.
+    let probe = SimDevice::new(&spec)?;
+    let span = a.span.unwrap_or(probe.geometry().capacity);
     // Check every combination before running any, so bad input fails fast.
     let specs: Vec<ProfileSpec> = a
         .patterns
@@ -150,16 +152,19 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
             })
         })
         .collect();
-    let probe = SimDevice::new(&spec)?;
     for s in &specs {
         profile::validate(&probe, s)?;
     }
+    let mut first = Some(probe);
 
     let bar = indicatif::ProgressBar::new(specs.len() as u64);
     let mut rows = Vec::new();
     for s in &specs {
         bar.set_message(format!("{} {}", s.pattern, size_label(s.block_size)));
-        let mut dev = SimDevice::new(&spec)?;
+        let mut dev = match first.take() {
+            Some(dev) => dev,
+            None => SimDevice::new(&spec)?,
+        };
         rows.push(profile::run(&mut dev, &spec.name, s)?);
         bar.inc(1);
     }
@@ -169,7 +174,7 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         "{} — {ops} ops per point, iodepth {}, span {}",
         spec.name,
         a.iodepth,
-        size_label(span)
+        crate::units::exact(span)
     );
     Ok((rows, title))
 }

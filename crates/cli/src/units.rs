@@ -16,6 +16,17 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
+/// `bytes` as [`human`], followed by the exact byte count where the
+/// readable form rounds (`465.7 GiB (500000000000 B)`).
+pub fn exact(bytes: u64) -> String {
+    let h = human(bytes);
+    if h.contains('.') {
+        format!("{h} ({bytes} B)")
+    } else {
+        h
+    }
+}
+
 /// Parses a size argument (`4096`, `4k`, `64m`, `1 GiB`; binary multiples).
 pub fn size(s: &str) -> Result<u64, String> {
     flashkv_device::parse_size(s)
@@ -44,6 +55,8 @@ mod tests {
         assert_eq!(human(1 << 50), "1 PiB");
         assert_eq!(human(1 << 60), "1 EiB");
         assert_eq!(human(u64::MAX), "16.0 EiB");
+        assert_eq!(exact(4 << 40), "4 TiB");
+        assert_eq!(exact(500_000_000_000), "465.7 GiB (500000000000 B)");
     }
 
     #[test]
