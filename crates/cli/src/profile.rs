@@ -49,7 +49,8 @@ pub struct ProfileArgs {
     /// Access patterns: sr (sequential read), rr (random read), sw, rw, mix (50/50 random).
     #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw", value_parser = parse_pattern)]
     pub(crate) patterns: Vec<Pattern>,
-    /// Block sizes, e.g. 512,4k,64k,1m (binary multiples).
+    /// Block sizes, e.g. 512,4k,64k,1m (k, m, g and KiB, MiB are powers of
+    /// 1024; KB, MB, GB powers of 1000).
     #[arg(long, value_delimiter = ',', default_value = "4k,16k,64k,256k,1m", value_parser = parse_block)]
     pub(crate) block_sizes: Vec<u64>,
     /// Measured requests per pattern and block size, 1 to 1e12 (e.g. 1e10;
@@ -57,8 +58,9 @@ pub struct ProfileArgs {
     /// [default: 2000 on a simulated device].
     #[arg(long, value_parser = parse_ops)]
     pub(crate) ops: Option<u64>,
-    /// Bytes of the device the requests fall in, from offset 0 [default: the
-    /// whole device; for a new --path file 256M].
+    /// Bytes of the device the requests fall in, from offset 0, e.g. 64g or
+    /// 300GB (GB = 10^9 bytes, GiB and g = 2^30) [default: the whole device;
+    /// for a new --path file 256M].
     #[arg(long, value_parser = parse_span)]
     pub(crate) span: Option<u64>,
     /// Requests kept outstanding; the device uses what concurrency its model

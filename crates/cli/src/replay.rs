@@ -43,7 +43,8 @@ pub struct ReplayArgs {
     /// A device spec file (TOML; same fields as a preset).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
-    /// Capacity of the --device or --spec device instead of its own (e.g. 512G).
+    /// Capacity of the device(s) instead of their own: 512GiB or 512g (2^30
+    /// bytes each), 500GB (10^9 bytes each).
     #[arg(long, value_name = "SIZE", value_parser = size_arg, conflicts_with = "hybrid")]
     capacity: Option<u64>,
     /// A hybrid of two presets: the SSD cache, then the HDD (e.g. ssd-lowend,hdd-7200).

@@ -97,6 +97,43 @@ fn a_spec_missing_a_field_or_with_bad_power_is_a_usage_error() {
     }
 }
 
+/// Capacities are sold in decimal: "500 GB" is 5 × 10^11 bytes, and the
+/// profile's header gives a span that is no whole MiB exactly, not as
+/// a count of KiB; an FTL that cannot take such a capacity names the
+/// nearest that fits, and a bad size says which units are decimal.
+#[test]
+fn decimal_capacities_are_read_and_shown_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    let s = spec.to_str().unwrap();
+    for (capacity, shown) in [
+        ("500 GB", "span 465.7 GiB (500000000000 B)"),
+        ("499289944 KiB", "span 476.2 GiB (511272902656 B)"),
+        ("8 GiB", "span 8 GiB\n"),
+    ] {
+        std::fs::write(&spec, USER_SPEC.replace("8 GiB", capacity)).unwrap();
+        let o = flashkv(&["profile", "--spec", s, "--patterns", "rr", "--ops", "5"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(shown), "{capacity}: {out}");
+    }
+    let ftl = "description = \"d\"\nsource = \"s\"\ncapacity = \"300 GB\"\n\
+        power = { active_mw = 1, idle_mw = 1 }\n[model]\nkind = \"ftl\"\nmapping = \"page\"\n\
+        page_size = \"4k\"\npages_per_block = 64\nread_us = 40\nprogram_us = 100\n\
+        erase_us = 1000\nhost_mb_per_s = 1000\n";
+    std::fs::write(&spec, ftl).unwrap();
+    assert_usage_error(
+        &["profile", "--spec", s],
+        "capacity 300000000000 B is not a multiple of page_size (4096 B): the nearest below is 299999997952 B",
+    );
+    std::fs::write(&spec, USER_SPEC.replace("8 GiB", "8 GX")).unwrap();
+    assert_usage_error(&["profile", "--spec", s], "GB, TB are powers of 1000");
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--span", "1 GQ"],
+        "KB, MB, GB, TB are powers of 1000",
+    );
+}
+
 #[test]
 fn a_malformed_spec_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -48,7 +48,7 @@ use page::PageFtl;
 
 use crate::nand::{default_sector, one, ArraySpec, NandArray};
 use crate::sim::{transfer_ns, us};
-use crate::spec::{de_size, require};
+use crate::spec::{de_size, require, require_multiple};
 use crate::{DeviceError, Geometry, Model, Nanos, Result};
 
 /// How the FTL maps logical to physical flash.
@@ -200,9 +200,11 @@ fn log_block_model(p: &FtlParams, front: Front, array: NandArray) -> Result<Box<
     )?;
     let bp = p.pages_per_block.saturating_mul(array.units() as u64);
     let block_bytes = bp.saturating_mul(p.page_size);
-    require(
-        front.capacity % block_bytes == 0,
-        "ftl: log-block mapping needs capacity to be a multiple of page_size × pages_per_block × dies",
+    require_multiple(
+        "ftl (log-block mapping)",
+        front.capacity,
+        block_bytes,
+        "page_size × pages_per_block × dies",
     )?;
     let logical = front.capacity / block_bytes;
     let spare =

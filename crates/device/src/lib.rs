@@ -58,7 +58,7 @@ pub use latency::Latencies;
 pub use mem::MemDevice;
 pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
-pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec};
+pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec, SIZE_UNITS};
 pub use stats::{DeviceStats, EraseCounts, Wear};
 pub use store::{free_space, DataStore};
 

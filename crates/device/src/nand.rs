@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sim::{transfer_ns, us};
-use crate::spec::{de_size, require};
+use crate::spec::{de_size, require, require_multiple};
 use crate::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// Parameters of raw NAND flash.
@@ -397,9 +397,11 @@ pub(crate) fn model(p: &NandParams, capacity: u64) -> Result<Box<dyn Model>> {
     }
     .build()?;
     let block_bytes = p.page_size.saturating_mul(p.pages_per_block);
-    require(
-        capacity % block_bytes == 0,
-        "nand: capacity must be a multiple of the block size (page_size × pages_per_block)",
+    require_multiple(
+        "nand",
+        capacity,
+        block_bytes,
+        "the block size (page_size × pages_per_block)",
     )?;
     let sectors = capacity / p.sector_size;
     require(

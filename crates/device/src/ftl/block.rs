@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::map::NONE;
 use super::{assert_consistent, internal, Audit, Front, FtlParams};
 use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray};
-use crate::spec::require;
+use crate::spec::{require, require_multiple};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// A fresh block a sequential run is filling, replacing logical block `lb`:
@@ -43,9 +43,11 @@ impl BlockFtl {
         let units = array.units() as u64;
         let block_pages = p.pages_per_block.saturating_mul(units);
         let block_bytes = block_pages.saturating_mul(p.page_size);
-        require(
-            front.capacity % block_bytes == 0,
-            "ftl: block mapping needs capacity to be a multiple of page_size × pages_per_block × dies",
+        require_multiple(
+            "ftl (block mapping)",
+            front.capacity,
+            block_bytes,
+            "page_size × pages_per_block × dies",
         )?;
         let logical = front.capacity / block_bytes;
         let spare = ((logical as f64 * p.over_provisioning).ceil() as u64).max(1);

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::map::{BlockState, Blocks, L2p, Layout, NONE};
 use super::{assert_consistent, internal, Audit, Front, FtlParams};
 use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray, Timeline};
-use crate::spec::require;
+use crate::spec::{require, require_multiple};
 use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
 
 struct Die {
@@ -37,10 +37,7 @@ pub(super) struct PageFtl {
 
 impl PageFtl {
     pub(super) fn new(p: &FtlParams, front: Front, array: NandArray) -> Result<Self> {
-        require(
-            front.capacity % p.page_size == 0,
-            "ftl: capacity must be a multiple of page_size",
-        )?;
+        require_multiple("ftl", front.capacity, p.page_size, "page_size")?;
         require(
             p.gc_free_blocks >= 1,
             "ftl: gc_free_blocks must be at least 1",
