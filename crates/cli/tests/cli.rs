@@ -343,6 +343,107 @@ fn replay_reports_counts_and_rejects_malformed_lines() {
     );
 }
 
+/// A pipe is read once: `--trace /dev/stdin` replays what it is given.
+#[test]
+fn replay_reads_a_piped_trace_once() {
+    use std::io::Write;
+    let trace = "128166372003061629,usr,0,Write,8192,4096,1331\n\
+                 128166372016853449,usr,0,Read,4096,8192,1200\n";
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["replay", "--trace", "/dev/stdin", "--format", "msr"])
+        .args(["--device", "nvme", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(trace.as_bytes()).unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["records"].as_u64(), v["writes"].as_u64()),
+        (Some(2), Some(1))
+    );
+}
+
+/// --capacity sizes a hybrid's HDD (the hybrid's size) and --ssd-capacity
+/// its SSD, as --capacity sizes a single device.
+#[test]
+fn replay_sizes_a_hybrid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(&trace, "128166372003061629,usr,0,Write,8192,4096,1331\n").unwrap();
+    let t = trace.to_str().unwrap();
+    let o = flashkv(&[
+        "replay",
+        "--trace",
+        t,
+        "--format",
+        "msr",
+        "--hybrid",
+        "ssd-lowend,hdd-7200",
+        "--capacity",
+        "100GB",
+        "--ssd-capacity",
+        "4GiB",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["capacity"].as_u64(), Some(100_000_000_000 / 4096 * 4096));
+    let o = flashkv(&[
+        "replay", "--trace", t, "--format", "msr", "--device", "nvme", "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["capacity"].as_u64(), Some(2 << 30));
+    assert_usage_error(
+        &[
+            "replay",
+            "--trace",
+            t,
+            "--format",
+            "msr",
+            "--device",
+            "nvme",
+            "--ssd-capacity",
+            "1g",
+        ],
+        "--hybrid",
+    );
+}
+
+/// A DiskSim trace whose timestamps are nanoseconds, read as the format's
+/// milliseconds, spans days for a fraction of a second of requests: the
+/// replay says so and names --time-unit ns.
+#[test]
+fn replay_warns_of_an_implausibly_slow_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.disksim");
+    let lines: String = (0..200u64)
+        .map(|i| format!("{} 0 {} 8 {}\n", i * 50_000, i * 8, i % 2))
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    let t = trace.to_str().unwrap();
+    let args = [
+        "replay", "--trace", t, "--format", "disksim", "--device", "nvme",
+    ];
+    let o = flashkv(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("warning: ")
+            && e.contains("0.020 per second")
+            && e.contains("--time-unit ns"),
+        "{e}"
+    );
+    let o = flashkv(&[&args[..], &["--time-unit", "ns"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}
+
 #[test]
 fn hybrid_create_then_inspect_on_files() {
     let dir = tempfile::tempdir().unwrap();
