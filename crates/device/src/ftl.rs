@@ -131,6 +131,15 @@ pub struct FtlParams {
     /// instead of being remapped to a spare block.
     #[serde(default)]
     pub scratch_copy: bool,
+    /// BAST and FAST: a log block written in order from its block's first
+    /// page but not to the end is merged partially (the rest of the block
+    /// copied in, one erase) rather than in full (default true).
+    #[serde(default = "yes")]
+    pub partial_merges: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_log_blocks() -> u32 {
@@ -217,12 +226,12 @@ fn log_block_model(p: &FtlParams, front: Front, array: NandArray) -> Result<Box<
     Ok(if fast {
         Box::new(logblock::LogFtl {
             core,
-            scheme: fast::Fast::new(p.log_blocks),
+            scheme: fast::Fast::new(p.log_blocks, p.partial_merges),
         })
     } else {
         Box::new(logblock::LogFtl {
             core,
-            scheme: bast::Bast::new(p.log_blocks, bp as u32),
+            scheme: bast::Bast::new(p.log_blocks, bp as u32, p.partial_merges),
         })
     })
 }
@@ -328,6 +337,7 @@ mod tests {
             gc_free_blocks: 2,
             log_blocks: 8,
             scratch_copy: false,
+            partial_merges: true,
         }
     }
 
