@@ -46,7 +46,8 @@ use block::BlockFtl;
 use map::NONE;
 use page::PageFtl;
 
-use crate::nand::{default_sector, one, ArraySpec, NandArray};
+use crate::array::{ArraySpec, NandArray};
+use crate::nand::{default_sector, one};
 use crate::sim::{transfer_ns, us};
 use crate::spec::{de_size, require, require_multiple};
 use crate::{DeviceError, Geometry, Model, Nanos, Result};

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]
 
+mod array;
 mod dram;
 mod error;
 mod fault;

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use super::logblock::{Core, Scheme};
 use super::map::NONE;
-use crate::nand::Cost;
+use crate::array::Cost;
 use crate::{DeviceStats, Nanos, Result};
 
 /// A log block and the logical block it belongs to.

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use super::map::NONE;
 use super::{assert_consistent, internal, Audit, Front, FtlParams};
-use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray};
+use crate::array::{page_pieces, size_erase_counts, Cost, NandArray};
 use crate::spec::{require, require_multiple};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 

@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap;
 
 use super::logblock::{Core, Scheme};
-use crate::nand::Cost;
+use crate::array::Cost;
 use crate::{DeviceStats, Nanos, Result};
 
 /// A random log block: the logical page each of its pages was written for.

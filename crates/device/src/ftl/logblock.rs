@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use super::map::NONE;
 use super::{internal, Front};
-use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray};
+use crate::array::{page_pieces, size_erase_counts, Cost, NandArray};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// A scheme's bookkeeping of its log blocks.

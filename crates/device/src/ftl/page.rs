@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 
 use super::map::{BlockState, Blocks, L2p, Layout, NONE};
 use super::{assert_consistent, internal, Audit, Front, FtlParams};
-use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray, Timeline};
+use crate::array::{page_pieces, size_erase_counts, Cost, NandArray, Timeline};
 use crate::spec::{require, require_multiple};
 use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
 
