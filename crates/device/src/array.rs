@@ -202,6 +202,16 @@ impl Cost {
         self.end
     }
 
+    /// NAND energy spent so far.
+    pub fn energy(&self) -> u64 {
+        self.energy_nj
+    }
+
+    /// Adds energy spent on the operation's behalf elsewhere.
+    pub fn add_energy(&mut self, nj: u64) {
+        self.energy_nj += nj;
+    }
+
     pub fn completion(self) -> Completion {
         debug_assert!(self.start == Nanos::MAX || self.start <= self.end);
         Completion {
@@ -234,6 +244,11 @@ impl NandArray {
         }
     }
 
+    /// When `unit` is done with everything booked on it so far.
+    pub fn free_at(&self, unit: usize) -> Nanos {
+        self.unit_free[unit]
+    }
+
     /// Reads a page on `unit` no earlier than `t` and moves `bytes` of it
     /// over the channel; returns when they are out.
     pub fn read(
@@ -244,20 +259,44 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
+        let mut ready = [0];
+        self.read_planes(unit, t, &[bytes], &mut ready, st, cost);
+        ready[0]
+    }
+
+    /// Reads one page on each of `bytes.len()` planes of `unit` at once (a
+    /// multi-plane read: one array read), no earlier than `t`, then moves
+    /// `bytes[i]` of page `i` over the channel, one after the other;
+    /// `ready[i]` is when page `i` is out.
+    pub fn read_planes(
+        &mut self,
+        unit: usize,
+        t: Nanos,
+        bytes: &[u64],
+        ready: &mut [Nanos],
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) {
+        assert_eq!(bytes.len(), ready.len(), "a ready time per page");
         debug_assert!(
-            bytes > 0 && bytes <= self.page_size,
+            bytes.iter().all(|&b| b > 0 && b <= self.page_size),
             "a read moves part of one page"
         );
         let c = unit % self.channels;
         let s = t.max(self.unit_free[unit]);
-        let dur = self.xfer(bytes);
-        let e = self.chans[c].book(s + self.read_ns, dur) + dur;
+        let mut e = s + self.read_ns;
+        for (i, &b) in bytes.iter().enumerate() {
+            let dur = self.xfer(b);
+            e = self.chans[c].book(e, dur) + dur;
+            ready[i] = e;
+        }
         debug_assert!(e >= s + self.read_ns);
         self.unit_free[unit] = e;
-        st.nand_page_reads += 1;
-        cost.energy_nj += self.read_nj;
+        let n = bytes.len() as u64;
+        st.nand_page_reads += n;
+        st.ftl.multi_plane_ops += u64::from(n > 1);
+        cost.energy_nj += self.read_nj * n;
         cost.busy(s, e);
-        e
     }
 
     /// Moves `bytes` over the channel to `unit` once they are available at
@@ -270,20 +309,43 @@ impl NandArray {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Nanos {
+        self.program_planes(unit, &[(t, bytes)], st, cost)
+    }
+
+    /// Programs one page on each of `pages.len()` planes of `unit` at once
+    /// (a multi-plane program: one program time): page `i`'s `bytes` cross
+    /// the channel once they are available at its `t` and the die is free,
+    /// one after the other, then all are programmed. Returns when they are.
+    pub fn program_planes(
+        &mut self,
+        unit: usize,
+        pages: &[(Nanos, u64)],
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Nanos {
+        assert!(!pages.is_empty(), "a program writes a page");
         debug_assert!(
-            bytes > 0 && bytes <= self.page_size,
+            pages.iter().all(|&(_, b)| b > 0 && b <= self.page_size),
             "a program writes part of one page"
         );
         let c = unit % self.channels;
-        let dur = self.xfer(bytes);
-        let s = self.chans[c].book(t.max(self.unit_free[unit]), dur);
-        debug_assert!(s >= t, "a program starts once its data is there");
-        let e = s + dur + self.program_ns;
+        let mut at = self.unit_free[unit];
+        let mut first = None;
+        for &(t, bytes) in pages {
+            let dur = self.xfer(bytes);
+            let s = self.chans[c].book(t.max(at), dur);
+            debug_assert!(s >= t, "a program starts once its data is there");
+            first.get_or_insert(s);
+            at = s + dur;
+            st.nand_program_bytes += bytes;
+        }
+        let e = at + self.program_ns;
         self.unit_free[unit] = e;
-        st.nand_page_programs += 1;
-        st.nand_program_bytes += bytes;
-        cost.energy_nj += self.program_nj;
-        cost.busy(s, e);
+        let n = pages.len() as u64;
+        st.nand_page_programs += n;
+        st.ftl.multi_plane_ops += u64::from(n > 1);
+        cost.energy_nj += self.program_nj * n;
+        cost.busy(first.unwrap_or(at), e);
         e
     }
 
@@ -303,12 +365,27 @@ impl NandArray {
 
     /// Erases a block on `unit` (counted by the caller, which knows the block).
     pub fn erase(&mut self, unit: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
+        self.erase_planes(unit, 1, t, st, cost)
+    }
+
+    /// Erases a block on each of `planes` planes of `unit` at once (a
+    /// multi-plane erase: one erase time; the caller counts the blocks).
+    pub fn erase_planes(
+        &mut self,
+        unit: usize,
+        planes: u32,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Nanos {
         debug_assert!(unit < self.units(), "die {unit} of {}", self.units());
+        assert!(planes >= 1, "an erase erases a block");
         let s = t.max(self.unit_free[unit]);
         let e = s + self.erase_ns;
         self.unit_free[unit] = e;
-        st.block_erases += 1;
-        cost.energy_nj += self.erase_nj;
+        st.block_erases += u64::from(planes);
+        st.ftl.multi_plane_ops += u64::from(planes > 1);
+        cost.energy_nj += self.erase_nj * u64::from(planes);
         cost.busy(s, e);
         e
     }

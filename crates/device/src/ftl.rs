@@ -137,10 +137,76 @@ pub struct FtlParams {
     /// copied in, one erase) rather than in full (default true).
     #[serde(default = "yes")]
     pub partial_merges: bool,
+    /// Page mapping: planes per die. A die's blocks on its planes are used,
+    /// collected and erased together (multi-plane erase), its pages
+    /// written across the planes in turn; pages of one die in the same row
+    /// of its planes are read or programmed at once (multi-plane
+    /// operations) where they are queued together (default 1).
+    #[serde(default = "one")]
+    pub planes_per_die: u32,
+    /// Page mapping: DRAM for the cached mapping table (DFTL), e.g.
+    /// "2 MiB"; it holds translation pages (one flash page of 4-byte map
+    /// entries each), least recently used first out, dirty ones written
+    /// back. 0 (the default) keeps the whole map in DRAM.
+    #[serde(default, deserialize_with = "de_size")]
+    pub mapping_cache: u64,
+    /// Page mapping: DRAM data cache, e.g. "256 MiB"; 0 (the default): none.
+    #[serde(default, deserialize_with = "de_size")]
+    pub write_cache: u64,
+    /// How the data cache treats writes (default write-back).
+    #[serde(default)]
+    pub write_cache_policy: CachePolicy,
+    /// Rate of the controller's DRAM, MB/s, for data going into and out of
+    /// the data cache (default 3200: MQSim's 800 MT/s on a 4-byte bus).
+    #[serde(default = "default_dram_rate")]
+    pub cache_mb_per_s: f64,
+}
+
+/// What a write does with the data cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CachePolicy {
+    /// A write completes once its data is in DRAM; the cache destages it to
+    /// flash in the background, and a FLUSH waits for the destage.
+    #[default]
+    WriteBack,
+    /// A write completes once its data is programmed; the cache keeps it
+    /// for reads.
+    WriteThrough,
+}
+
+fn default_dram_rate() -> f64 {
+    3200.0
 }
 
 fn yes() -> bool {
     true
+}
+
+/// The DRAM-side features are the page FTL's: log-block and block-mapped
+/// controllers were made for little or no DRAM.
+fn check_page_only(p: &FtlParams) -> Result<()> {
+    let extras = p.planes_per_die != 1 || p.mapping_cache != 0 || p.write_cache != 0;
+    require(
+        p.mapping == FtlMapping::Page || !extras,
+        "ftl: planes_per_die, mapping_cache and write_cache apply to mapping = \"page\"",
+    )?;
+    require(
+        (1..=64).contains(&p.planes_per_die),
+        "ftl: planes_per_die must be 1 to 64",
+    )?;
+    require(
+        p.cache_mb_per_s.is_finite() && p.cache_mb_per_s > 0.0,
+        "ftl: cache_mb_per_s must be positive",
+    )?;
+    require(
+        p.write_cache == 0 || p.write_cache >= p.page_size,
+        "ftl: write_cache must hold at least one page (or be 0: none)",
+    )?;
+    require(
+        p.mapping_cache == 0 || p.mapping_cache >= p.page_size,
+        "ftl: mapping_cache must hold at least one translation page (or be 0: the whole map in DRAM)",
+    )
 }
 
 fn default_log_blocks() -> u32 {
@@ -186,6 +252,7 @@ pub(crate) fn model(p: &FtlParams, capacity: u64) -> Result<Box<dyn Model>> {
         p.over_provisioning.is_finite() && p.over_provisioning >= 0.0,
         "ftl: over_provisioning must be a fraction >= 0 (0.07 = 7 %)",
     )?;
+    check_page_only(p)?;
     let front = Front {
         sector_size: p.sector_size,
         capacity,
@@ -339,6 +406,11 @@ mod tests {
             log_blocks: 8,
             scratch_copy: false,
             partial_merges: true,
+            planes_per_die: 1,
+            mapping_cache: 0,
+            write_cache: 0,
+            write_cache_policy: CachePolicy::WriteBack,
+            cache_mb_per_s: 3200.0,
         }
     }
 

@@ -53,7 +53,7 @@ pub use dram::DramParams;
 pub use error::{DeviceError, Result};
 pub use fault::{FaultDevice, FaultPlan, Injected, Strike};
 pub use file::{punch_hole, FileDevice, FileOptions};
-pub use ftl::{FtlMapping, FtlParams};
+pub use ftl::{CachePolicy, FtlMapping, FtlParams};
 pub use hdd::HddParams;
 pub use latency::Latencies;
 pub use mem::MemDevice;

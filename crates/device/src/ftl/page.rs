@@ -1,12 +1,29 @@
-//! Page mapping: any logical page anywhere, greedy garbage collection per die.
+//! Page mapping: any logical page anywhere, greedy garbage collection per
+//! die ([`gc`]); optionally planes with multi-plane operations
+//! ([`planes`]), a cached mapping table ([`dftl`]) and a DRAM data cache
+//! ([`cache`], [`destage`]). Logical page `l` belongs to die `l % dies`.
+
+mod cache;
+mod destage;
+mod dftl;
+mod gc;
+mod planes;
+#[cfg(test)]
+mod tests_internals;
 
 use std::collections::VecDeque;
 
+pub(in crate::ftl) use cache::Slot;
+
 use super::map::{BlockState, Blocks, L2p, Layout, NONE};
-use super::{assert_consistent, internal, Audit, Front, FtlParams};
+use super::{Audit, CachePolicy, Front, FtlParams};
 use crate::array::{page_pieces, size_erase_counts, Cost, NandArray, Timeline};
+use crate::sim::transfer_ns;
 use crate::spec::{require, require_multiple};
 use crate::{Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
+use cache::WriteCache;
+use dftl::Cmt;
+use planes::Groups;
 
 struct Die {
     open: u32,
@@ -21,19 +38,43 @@ struct Die {
 pub(super) struct PageFtl {
     front: Front,
     array: NandArray,
+    /// `ppb` counts the pages of a block on every plane of its die.
     layout: Layout,
+    planes: u32,
     gc_free: usize,
     /// Blocks per die.
     per_die: u32,
+    /// Logical pages of data; translation pages are numbered after them.
+    logical: u32,
+    /// Logical pages the map holds: data and translation pages.
+    mapped: u32,
     l2p: L2p,
     /// State, valid pages and reverse entries of each physical block.
     /// Block `b` is on die `b % units`.
     blocks: Blocks,
     dies: Vec<Die>,
+    /// Per die: pages queued for a multi-plane operation.
+    groups: Vec<Groups>,
     ctrl_free: Nanos,
     host: Timeline,
     audit: Audit,
+    /// The cached mapping table, when the map is not all in DRAM.
+    cmt: Option<Cmt>,
+    /// Translation pages waiting to be programmed.
+    write_backs: Vec<u32>,
+    /// The data cache, if any.
+    cache: Option<WriteCache>,
+    policy: CachePolicy,
+    /// The controller's DRAM, for data going into and out of the cache.
+    dram: Timeline,
+    cache_mb_per_s: f64,
+    dram_page_ns: Nanos,
+    /// NAND energy of background work not yet charged to a command.
+    background_nj: u64,
 }
+
+/// Map entries are 4 bytes.
+const ENTRY_BYTES: u64 = 4;
 
 impl PageFtl {
     pub(super) fn new(p: &FtlParams, front: Front, array: NandArray) -> Result<Self> {
@@ -43,22 +84,30 @@ impl PageFtl {
             "ftl: gc_free_blocks must be at least 1",
         )?;
         let units = array.units() as u64;
-        let n = p.pages_per_block;
+        let planes = u64::from(p.planes_per_die);
+        let n = p.pages_per_block.saturating_mul(planes);
         let logical = front.capacity / p.page_size;
-        let per_die = logical.div_ceil(units);
+        let per_tp = p.page_size / ENTRY_BYTES;
+        let tpages = if p.mapping_cache == 0 {
+            0
+        } else {
+            logical.div_ceil(per_tp)
+        };
+        let mapped = logical + tpages;
+        let per_die = mapped.div_ceil(units);
         let blocks_per_die =
             ((per_die as f64 * (1.0 + p.over_provisioning)) / n as f64).ceil() as u64;
         let needed = per_die.div_ceil(n) + u64::from(p.gc_free_blocks) + 1;
         if blocks_per_die < needed {
             return Err(DeviceError::Spec(format!(
-                "ftl: over_provisioning leaves {} spare blocks per die, garbage collection needs at least {} (raise over_provisioning or capacity, or lower pages_per_block, dies or gc_free_blocks)",
+                "ftl: over_provisioning leaves {} spare blocks per die, garbage collection needs at least {} (raise over_provisioning or capacity, or lower pages_per_block, planes_per_die, dies or gc_free_blocks)",
                 blocks_per_die.saturating_sub(per_die.div_ceil(n)),
                 needed - per_die.div_ceil(n)
             )));
         }
         let blocks = blocks_per_die.saturating_mul(units);
         require(
-            blocks.saturating_mul(n) < u64::from(NONE) - 1 && logical < u64::from(NONE),
+            blocks.saturating_mul(n) < u64::from(NONE) - 1 && mapped < u64::from(NONE),
             "ftl: too many pages to map (raise page_size)",
         )?;
         let layout = Layout {
@@ -78,229 +127,102 @@ impl PageFtl {
             table.set_state(u, BlockState::Open);
         }
         debug_assert_eq!(table.len() as u64, blocks);
+        let cmt = (tpages > 0).then(|| {
+            let cached = (p.mapping_cache / p.page_size).max(1);
+            Cmt::new(per_tp as u32, cached as usize)
+        });
+        let cache_pages = p.write_cache / p.page_size;
         Ok(PageFtl {
-            front,
             array,
             layout,
+            planes: p.planes_per_die,
             gc_free: p.gc_free_blocks as usize,
             per_die: blocks_per_die as u32,
-            l2p: L2p::new(logical, layout),
+            logical: logical as u32,
+            mapped: mapped as u32,
+            l2p: L2p::new(mapped, layout),
             blocks: table,
             dies,
+            groups: (0..units).map(|_| Groups::default()).collect(),
             ctrl_free: 0,
             host: Timeline::default(),
-            audit: Audit::new(logical + blocks),
+            audit: Audit::new(mapped + blocks),
+            cmt,
+            write_backs: Vec::new(),
+            cache: (cache_pages > 0).then(|| WriteCache::new(cache_pages as usize, units as usize)),
+            policy: p.write_cache_policy,
+            dram: Timeline::default(),
+            cache_mb_per_s: p.cache_mb_per_s,
+            dram_page_ns: transfer_ns(p.page_size, p.cache_mb_per_s),
+            background_nj: 0,
+            front,
         })
     }
 
-    fn unit(&self, lpn: u64) -> usize {
-        (lpn % u64::from(self.layout.units)) as usize
+    fn unit(&self, lpn: u32) -> usize {
+        (lpn % self.layout.units) as usize
     }
 
-    /// Free blocks of die `u`.
-    fn free_blocks(&self, u: usize) -> usize {
-        debug_assert!(self.dies[u].fresh <= self.per_die);
-        (self.per_die - self.dies[u].fresh) as usize + self.dies[u].free.len()
-    }
-
-    /// Makes the next free block of die `u` its open block.
-    fn open_next(&mut self, u: usize) -> Result<()> {
-        let units = self.layout.units;
-        let d = &mut self.dies[u];
-        let b = if d.fresh < self.per_die {
-            d.fresh += 1;
-            (d.fresh - 1) * units + u as u32
-        } else {
-            d.free
-                .pop_front()
-                .ok_or_else(|| internal("a die ran out of free blocks"))?
-        };
-        debug_assert_eq!(b % units, u as u32, "a die opens its own blocks");
-        debug_assert_eq!(self.blocks.state(b), BlockState::Free);
-        debug_assert_eq!(self.blocks.valid(b), 0, "a free block holds no valid page");
-        let old = std::mem::replace(&mut d.open, b);
-        d.wp = 0;
-        self.blocks.set_state(old, BlockState::Full);
-        self.blocks.set_state(b, BlockState::Open);
-        Ok(())
-    }
-
-    /// Drops the physical page holding `lpn`, if any.
-    fn invalidate(&mut self, lpn: u32) {
-        let old = self.l2p.get(lpn);
-        if old != NONE {
-            self.blocks.sub_valid(old / self.layout.ppb);
-            self.l2p.set(lpn, NONE);
-        }
-        debug_assert_eq!(self.l2p.get(lpn), NONE);
-    }
-
-    /// Places `lpn` at the next page of die `u`'s open block (which has room).
-    fn place(&mut self, u: usize, lpn: u32) {
-        let d = &mut self.dies[u];
-        assert!(d.wp < self.layout.ppb, "die {u}: the open block is full");
-        let ppn = d.open * self.layout.ppb + d.wp;
-        d.wp += 1;
-        let open = d.open;
-        debug_assert_eq!(self.blocks.state(open), BlockState::Open);
-        debug_assert_eq!(
-            self.l2p.get(lpn),
-            NONE,
-            "a page is placed once it is invalidated"
-        );
-        self.l2p.set(lpn, ppn);
-        self.blocks.set_rev(ppn, lpn);
-        self.blocks.add_valid(open);
-    }
-
-    /// Programs logical page `lpn` (on its die) with data available at `t`.
-    fn program_page(
+    /// Starts a command at the controller, after the background work due
+    /// by `at`; returns when its NAND work may begin.
+    fn command(
         &mut self,
-        lpn: u32,
-        t: Nanos,
+        at: Nanos,
+        cmd_ns: Nanos,
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Result<Nanos> {
-        let u = self.unit(u64::from(lpn));
-        self.invalidate(lpn);
-        if self.dies[u].wp == self.layout.ppb {
-            self.open_next(u)?;
-            while self.free_blocks(u) < self.gc_free {
-                self.collect(u, t, st, cost)?;
-            }
-        }
-        self.place(u, lpn);
-        debug_assert_eq!(self.blocks.rev(self.l2p.get(lpn)), lpn, "the maps agree");
-        Ok(self.array.program(u, t, self.front.page_size, st, cost))
-    }
-
-    /// Greedy garbage collection on die `u`: the full block with the fewest
-    /// valid pages has them copied to the open block, then is erased.
-    fn collect(&mut self, u: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Result<()> {
-        let n = self.layout.ppb;
-        let victim = (u as u32..self.blocks.len() as u32)
-            .step_by(self.layout.units as usize)
-            .filter(|&b| self.blocks.state(b) == BlockState::Full)
-            .min_by_key(|&b| self.blocks.valid(b))
-            .filter(|&b| self.blocks.valid(b) < n)
-            .ok_or_else(|| internal("no block to garbage-collect"))?;
-        for ppn in victim * n..(victim + 1) * n {
-            let lpn = self.blocks.rev(ppn);
-            if lpn == NONE || self.l2p.get(lpn) != ppn {
-                continue;
-            }
-            if self.dies[u].wp == n {
-                self.open_next(u)?;
-            }
-            self.invalidate(lpn);
-            self.place(u, lpn);
-            self.array.copy(u, t, st, cost);
-            st.gc_page_moves += 1;
-        }
-        debug_assert_eq!(self.blocks.valid(victim), 0, "every valid page moved");
-        debug_assert_eq!(self.blocks.state(victim), BlockState::Full);
-        self.array.erase(u, t, st, cost);
-        st.erase_counts.add(u64::from(victim));
-        self.blocks.set_state(victim, BlockState::Free);
-        self.dies[u].free.push_back(victim);
-        if self.audit.due() {
-            assert_consistent("ftl (page)", self.audit.rounds, self.check_invariants());
-        }
-        Ok(())
-    }
-
-    /// Maps logical pages `[0, pages)` where a sequential fill of this fresh
-    /// device would put them, without simulating the writes.
-    fn fill(&mut self, pages: u32) {
-        self.l2p.set_filled(pages);
-        let (units, ppb) = (self.layout.units, self.layout.ppb);
-        for u in 0..units {
-            let count = pages.saturating_sub(u).div_ceil(units);
-            if count == 0 {
-                continue;
-            }
-            let used = count.div_ceil(ppb);
-            for k in 0..used {
-                let b = k * units + u;
-                let (state, valid) = if k + 1 < used {
-                    (BlockState::Full, ppb)
-                } else {
-                    (BlockState::Open, count - k * ppb)
-                };
-                self.blocks.set_filled(b, state, valid, pages);
-            }
-            let d = &mut self.dies[u as usize];
-            d.open = (used - 1) * units + u;
-            d.wp = count - (used - 1) * ppb;
-            d.fresh = used;
-            debug_assert!(d.wp >= 1 && d.wp <= ppb && d.fresh <= self.per_die);
-        }
-        debug_assert!(
-            pages == 0 || self.blocks.rev(self.l2p.get(pages - 1)) == pages - 1,
-            "the fill's last page maps both ways"
-        );
-    }
-
-    /// Starts a command at the controller; returns when its NAND work may begin.
-    fn command(&mut self, at: Nanos, cmd_ns: Nanos, cost: &mut Cost) -> Nanos {
+        size_erase_counts(st, self.blocks.len() * self.planes as usize);
+        self.destage(at, false, st)?;
+        cost.add_energy(std::mem::take(&mut self.background_nj));
         self.array.forget_before(at);
         self.host.forget_before(at);
+        self.dram.forget_before(at);
         let s = at.max(self.ctrl_free);
         self.ctrl_free = s + cmd_ns;
         cost.busy(s, self.ctrl_free);
-        self.ctrl_free
+        Ok(self.ctrl_free)
+    }
+
+    /// Ends a command: queued operations issued, translation pages written back.
+    fn finish(&mut self, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Result<()> {
+        self.flush_all(st, cost);
+        self.write_back_all(t, st, cost)?;
+        self.flush_all(st, cost);
+        Ok(())
+    }
+
+    /// One page of a host write, its data at the controller at `ready`.
+    fn write_page(
+        &mut self,
+        lpn: u32,
+        bytes: u64,
+        t: Nanos,
+        ready: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Result<()> {
+        let ps = self.front.page_size;
+        let mut ready = ready;
+        let write_back = self.cache.is_some() && self.policy == CachePolicy::WriteBack;
+        if bytes < ps && !self.cached(lpn) && self.l2p.get(lpn) != NONE {
+            // Part of a page: read the rest of it to merge.
+            let tr = self.translate(lpn, !write_back, t, st, cost);
+            let u = self.unit(lpn);
+            ready = ready.max(self.read_page(u, tr, st, cost));
+        }
+        if self.cache.is_some() {
+            self.cached_write(lpn, ready, st, cost)?;
+            return Ok(());
+        }
+        let tr = self.translate(lpn, true, ready, st, cost);
+        self.program_page(lpn, tr, None, st, cost)
     }
 
     /// Every logical page's physical page.
     #[cfg(test)]
     fn mapping(&self) -> Vec<u32> {
-        let logical = (self.front.capacity / self.front.page_size) as u32;
-        (0..logical).map(|l| self.l2p.get(l)).collect()
-    }
-
-    /// The maps against each other and the blocks: every mapped page maps
-    /// back, lives in a used block on its own die, the valid counts match,
-    /// each die's open block is open and its free blocks are free and empty.
-    fn check_invariants(&self) -> std::result::Result<(), String> {
-        let (n, units) = (self.layout.ppb, self.layout.units);
-        let logical = (self.front.capacity / self.front.page_size) as u32;
-        let mut valid = vec![0u32; self.blocks.len()];
-        for (lpn, ppn) in (0..logical).map(|l| (l, self.l2p.get(l))) {
-            if ppn == NONE {
-                continue;
-            }
-            if self.blocks.rev(ppn) != lpn {
-                return Err(format!(
-                    "lpn {lpn} -> ppn {ppn}, which holds {}",
-                    self.blocks.rev(ppn)
-                ));
-            }
-            if self.blocks.state(ppn / n) == BlockState::Free {
-                return Err(format!("lpn {lpn} lives in free block {}", ppn / n));
-            }
-            if (ppn / n) % units != lpn % units {
-                return Err(format!("lpn {lpn} is on the wrong die"));
-            }
-            valid[(ppn / n) as usize] += 1;
-        }
-        if (0..valid.len() as u32).any(|b| valid[b as usize] != self.blocks.valid(b)) {
-            return Err("valid counts do not match the mapping".into());
-        }
-        for (u, d) in self.dies.iter().enumerate() {
-            if self.blocks.state(d.open) != BlockState::Open || d.open % units != u as u32 {
-                return Err(format!("die {u}: bad open block"));
-            }
-            let fresh = (d.fresh..self.per_die).map(|k| k * units + u as u32);
-            if d.free
-                .iter()
-                .copied()
-                .chain(fresh)
-                .any(|b| self.blocks.state(b) != BlockState::Free || self.blocks.valid(b) != 0)
-            {
-                return Err(format!("die {u}: a free block is in use"));
-            }
-        }
-        Ok(())
+        (0..self.logical).map(|l| self.l2p.get(l)).collect()
     }
 }
 
@@ -316,18 +238,21 @@ impl Model for PageFtl {
         len: u64,
         st: &mut DeviceStats,
     ) -> Result<Completion> {
-        size_erase_counts(st, self.blocks.len());
         let mut cost = Cost::new(at);
-        let t = self.command(at, self.front.read_cmd_ns, &mut cost);
-        // A page's die is fixed by its number, so reads need no map lookup;
-        // unwritten pages cost a read too, as on a preconditioned drive.
-        for (pos, bytes) in page_pieces(offset, len, self.front.page_size) {
-            let u = self.unit(pos / self.front.page_size);
-            let ready = self.array.read(u, t, bytes, st, &mut cost);
-            let dur = self.front.host_ns(bytes);
-            let hs = self.host.book(ready, dur);
-            cost.busy(hs, hs + dur);
+        let t = self.command(at, self.front.read_cmd_ns, st, &mut cost)?;
+        // Unwritten pages cost a read too, as on a preconditioned drive.
+        let ps = self.front.page_size;
+        for (pos, bytes) in page_pieces(offset, len, ps) {
+            let lpn = (pos / ps) as u32;
+            if self.cached_read(lpn, t, bytes, st, &mut cost) {
+                continue;
+            }
+            let tr = self.translate(lpn, false, t, st, &mut cost);
+            let ppn = Some(self.l2p.get(lpn)).filter(|&p| p != NONE);
+            let u = self.unit(lpn);
+            self.queue_read(u, ppn, tr, bytes, st, &mut cost);
         }
+        self.finish(t, st, &mut cost)?;
         Ok(cost.completion())
     }
 
@@ -338,29 +263,26 @@ impl Model for PageFtl {
         len: u64,
         st: &mut DeviceStats,
     ) -> Result<Completion> {
-        size_erase_counts(st, self.blocks.len());
         let mut cost = Cost::new(at);
-        let t = self.command(at, self.front.write_cmd_ns, &mut cost);
+        let t = self.command(at, self.front.write_cmd_ns, st, &mut cost)?;
         let ps = self.front.page_size;
         for (pos, bytes) in page_pieces(offset, len, ps) {
             let dur = self.front.host_ns(bytes);
             let hs = self.host.book(t, dur);
             cost.busy(hs, hs + dur);
-            let lpn = (pos / ps) as u32;
-            let mut ready = hs + dur;
-            if bytes < ps && self.l2p.get(lpn) != NONE {
-                // Part of a page: read the rest of it to merge.
-                let u = self.unit(u64::from(lpn));
-                ready = ready.max(self.array.read(u, t, ps, st, &mut cost));
-            }
-            self.program_page(lpn, ready, st, &mut cost)?;
+            self.write_page((pos / ps) as u32, bytes, t, hs + dur, st, &mut cost)?;
         }
+        self.finish(t, st, &mut cost)?;
         Ok(cost.completion())
     }
 
-    fn flush(&mut self, at: Nanos, _st: &mut DeviceStats) -> Result<Completion> {
-        // No write cache: completed writes are already programmed.
-        Ok(Cost::new(at).completion())
+    fn flush(&mut self, at: Nanos, st: &mut DeviceStats) -> Result<Completion> {
+        // Without a data cache completed writes are already programmed.
+        let end = self.flush_cache(at, st)?;
+        let mut cost = Cost::new(at);
+        cost.busy(at, end);
+        cost.add_energy(std::mem::take(&mut self.background_nj));
+        Ok(cost.completion())
     }
 
     fn trim(
@@ -368,15 +290,28 @@ impl Model for PageFtl {
         at: Nanos,
         offset: u64,
         len: u64,
-        _st: &mut DeviceStats,
+        st: &mut DeviceStats,
     ) -> Result<Completion> {
         let mut cost = Cost::new(at);
-        self.command(at, self.front.write_cmd_ns, &mut cost);
+        let t = self.command(at, self.front.write_cmd_ns, st, &mut cost)?;
         let ps = self.front.page_size;
-        // Only whole pages can be dropped; a partly trimmed page keeps its data.
+        // Only whole pages can be dropped; a partly trimmed page keeps its
+        // data. A cached mapping table changes each translation page once.
+        let mut last_tp = None;
         for lpn in offset.div_ceil(ps)..(offset + len) / ps {
-            self.invalidate(lpn as u32);
+            let lpn = lpn as u32;
+            self.uncache(lpn);
+            if self.l2p.get(lpn) == NONE {
+                continue;
+            }
+            let tp = self.cmt.as_ref().map(|c| lpn / c.per_page);
+            if tp.is_some() && tp != last_tp {
+                self.translate(lpn, true, t, st, &mut cost);
+                last_tp = tp;
+            }
+            self.invalidate(lpn);
         }
+        self.finish(t, st, &mut cost)?;
         Ok(cost.completion())
     }
 
@@ -394,8 +329,8 @@ impl Model for PageFtl {
         if !fresh || len % ps != 0 {
             return false;
         }
-        self.fill((len / ps) as u32);
-        true
+        // A fill takes what a fresh device has room for.
+        self.fill((len / ps) as u32).is_ok()
     }
 }
 
