@@ -134,8 +134,10 @@ pub struct FtlParams {
     pub scratch_copy: bool,
     /// BAST and FAST: a log block written in order from its block's first
     /// page but not to the end is merged partially (the rest of the block
-    /// copied in, one erase) rather than in full (default true).
-    #[serde(default = "yes")]
+    /// copied in, one erase) rather than in full, as FAST's paper (Lee et
+    /// al. 2007) does. Default false: merges as Kim et al.'s BAST (2002)
+    /// describes them, which the presets were calibrated with.
+    #[serde(default)]
     pub partial_merges: bool,
     /// Page mapping: planes per die. A die's blocks on its planes are used,
     /// collected and erased together (multi-plane erase), its pages
@@ -179,10 +181,6 @@ fn default_dram_rate() -> f64 {
     3200.0
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// The DRAM-side features are the page FTL's: log-block and block-mapped
 /// controllers were made for little or no DRAM.
 fn check_page_only(p: &FtlParams) -> Result<()> {
@@ -192,7 +190,7 @@ fn check_page_only(p: &FtlParams) -> Result<()> {
         "ftl: planes_per_die, mapping_cache and write_cache apply to mapping = \"page\"",
     )?;
     require(
-        (1..=64).contains(&p.planes_per_die),
+        (1..=page::MAX_PLANES as u32).contains(&p.planes_per_die),
         "ftl: planes_per_die must be 1 to 64",
     )?;
     require(
@@ -405,7 +403,7 @@ mod tests {
             gc_free_blocks: 2,
             log_blocks: 8,
             scratch_copy: false,
-            partial_merges: true,
+            partial_merges: false,
             planes_per_die: 1,
             mapping_cache: 0,
             write_cache: 0,

@@ -1,9 +1,10 @@
 //! The page FTL's tables, sized by what has been written rather than by the
 //! capacity: the logical-to-physical map in chunks allocated on first write
-//! (found through a hash of the chunks written, not a directory of every
-//! chunk), reverse entries only for blocks programmed during the
+//! (found through a directory of zeroed memory the system maps only where
+//! it is written, or on devices above 2^28 pages a hash of the chunks
+//! written), reverse entries only for blocks programmed during the
 //! simulation, and four bytes of state per physical block (zeroed memory
-//! the system maps only where a block is used).
+//! too).
 //!
 //! A sequential fill of a fresh device ([`Layout::fill_ppn`]) is not stored
 //! at all: an entry no chunk holds maps where the fill put it.
@@ -42,6 +43,41 @@ impl Layout {
     }
 }
 
+/// Most chunks a dense directory has: 2^24 (64 MiB of directory, for 2^28
+/// logical pages, 1 TiB of 4 KiB pages). Above it a scattered run would
+/// have the system map most of a directory as large as its chunks, so the
+/// directory is a hash of the chunks written: slower (a hash per lookup),
+/// as small as what the run touches.
+const DENSE_CHUNKS: u64 = 1 << 24;
+
+/// Where each chunk of the map is in the slab.
+enum Dir {
+    /// 1 + the chunk's slab index for every chunk of the capacity, 0 for
+    /// none (zeroed memory: mapped by the system where written).
+    Dense(Vec<u32>),
+    /// Slab index of each chunk written.
+    Hashed(FxHashMap<u32, u32>),
+}
+
+impl Dir {
+    fn get(&self, d: u32) -> Option<u32> {
+        match self {
+            Dir::Dense(v) => v[d as usize].checked_sub(1),
+            Dir::Hashed(m) => m.get(&d).copied(),
+        }
+    }
+
+    fn insert(&mut self, d: u32, c: u32) {
+        debug_assert!(self.get(d).is_none(), "chunk {d} is stored once");
+        match self {
+            Dir::Dense(v) => v[d as usize] = c + 1,
+            Dir::Hashed(m) => {
+                m.insert(d, c);
+            }
+        }
+    }
+}
+
 /// Chunks per slab segment: the slab grows a segment (1 MiB) at a time,
 /// never by copying what it holds.
 const SEGMENT: usize = (1 << 20) / (4 * CHUNK);
@@ -50,7 +86,7 @@ const SEGMENT: usize = (1 << 20) / (4 * CHUNK);
 pub(super) struct L2p {
     /// Chunk index into the slab of each run of `CHUNK` logical pages
     /// written so far.
-    dir: FxHashMap<u32, u32>,
+    dir: Dir,
     slab: Vec<Box<[[u32; CHUNK]]>>,
     chunks: usize,
     /// Logical pages below this were placed by a sequential fill.
@@ -60,12 +96,15 @@ pub(super) struct L2p {
 
 impl L2p {
     pub fn new(logical: u64, layout: Layout) -> Self {
-        debug_assert!(
-            logical.div_ceil(CHUNK as u64) <= u64::from(u32::MAX),
-            "chunk numbers fit u32"
-        );
+        let chunks = logical.div_ceil(CHUNK as u64);
+        assert!(chunks < u64::from(u32::MAX), "chunk numbers fit u32");
+        let dir = if chunks <= DENSE_CHUNKS {
+            Dir::Dense(vec![0; chunks as usize])
+        } else {
+            Dir::Hashed(FxHashMap::default())
+        };
         L2p {
-            dir: FxHashMap::default(),
+            dir,
             slab: Vec::new(),
             chunks: 0,
             filled: 0,
@@ -85,9 +124,9 @@ impl L2p {
     }
 
     pub fn get(&self, lpn: u32) -> u32 {
-        match self.dir.get(&(lpn / CHUNK as u32)) {
+        match self.dir.get(lpn / CHUNK as u32) {
             None => self.unstored(lpn),
-            Some(&c) => self.chunk(c)[lpn as usize % CHUNK],
+            Some(c) => self.chunk(c)[lpn as usize % CHUNK],
         }
     }
 
@@ -97,8 +136,8 @@ impl L2p {
 
     pub fn set(&mut self, lpn: u32, ppn: u32) {
         let d = lpn / CHUNK as u32;
-        let c = match self.dir.get(&d) {
-            Some(&c) => c as usize,
+        let c = match self.dir.get(d) {
+            Some(c) => c as usize,
             None => self.new_chunk(d),
         };
         self.slab[c / SEGMENT][c % SEGMENT][lpn as usize % CHUNK] = ppn;
@@ -300,7 +339,13 @@ mod tests {
     #[test]
     fn the_map_allocates_only_chunks_it_writes() {
         let layout = Layout { units: 4, ppb: 16 };
+        // Both directories: a large map's is a hash.
+        let mut h = L2p::new((DENSE_CHUNKS + 1) * CHUNK as u64, layout);
+        assert!(matches!(h.dir, Dir::Hashed(_)));
+        h.set(12345, 7);
+        assert_eq!((h.get(12345), h.get(12346), h.chunks), (7, NONE, 1));
         let mut m = L2p::new(1 << 20, layout);
+        assert!(matches!(m.dir, Dir::Dense(_)));
         assert_eq!(m.get(12345), NONE);
         m.set(12345, 7);
         m.set(12346, 8);

@@ -14,6 +14,7 @@ mod tests_internals;
 use std::collections::VecDeque;
 
 pub(in crate::ftl) use cache::Slot;
+pub(in crate::ftl) use planes::MAX_PLANES;
 
 use super::map::{BlockState, Blocks, L2p, Layout, NONE};
 use super::{Audit, CachePolicy, Front, FtlParams};
@@ -55,6 +56,8 @@ pub(super) struct PageFtl {
     dies: Vec<Die>,
     /// Per die: pages queued for a multi-plane operation.
     groups: Vec<Groups>,
+    /// Dies that may have pages queued (each listed once).
+    queued: Vec<usize>,
     ctrl_free: Nanos,
     host: Timeline,
     audit: Audit,
@@ -144,6 +147,7 @@ impl PageFtl {
             blocks: table,
             dies,
             groups: (0..units).map(|_| Groups::default()).collect(),
+            queued: Vec::new(),
             ctrl_free: 0,
             host: Timeline::default(),
             audit: Audit::new(mapped + blocks),

@@ -111,11 +111,17 @@ impl PageFtl {
             .filter(|&b| self.blocks.valid(b) < n)
             .ok_or_else(|| internal("no block to garbage-collect"))?;
         let mut moved_tps = Vec::new();
+        // Stops once every valid page is found: the rest are garbage.
+        let mut left = self.blocks.valid(victim);
         for ppn in victim * n..(victim + 1) * n {
+            if left == 0 {
+                break;
+            }
             let lpn = self.blocks.rev(ppn);
             if lpn == NONE || self.l2p.get(lpn) != ppn {
                 continue;
             }
+            left -= 1;
             if self.dies[u].wp == n {
                 self.open_next(u)?;
             }

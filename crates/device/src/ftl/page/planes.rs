@@ -34,6 +34,9 @@ pub(super) struct Groups {
     reads: Vec<Read>,
 }
 
+/// Most planes a die has (so a group fits on the stack).
+pub(in crate::ftl) const MAX_PLANES: usize = 64;
+
 impl PageFtl {
     /// Whether `ppn` continues the row `last` started.
     fn same_row(&self, last: u32, ppn: u32) -> bool {
@@ -55,6 +58,7 @@ impl PageFtl {
         if last.is_some_and(|l| !self.same_row(l, ppn)) {
             self.flush_programs(u, st, cost);
         }
+        self.note_queued(u);
         self.groups[u].programs.push(Program {
             ppn,
             ready: t,
@@ -88,6 +92,7 @@ impl PageFtl {
         if !fits {
             self.flush_reads(u, st, cost);
         }
+        self.note_queued(u);
         self.groups[u].reads.push(Read {
             ppn,
             ready: t,
@@ -105,37 +110,54 @@ impl PageFtl {
         cost.busy(hs, hs + dur);
     }
 
+    /// Remembers that die `u` has something queued.
+    fn note_queued(&mut self, u: usize) {
+        let g = &self.groups[u];
+        if g.programs.is_empty() && g.reads.is_empty() {
+            self.queued.push(u);
+        }
+    }
+
     /// Issues die `u`'s queued programs as one multi-plane program.
     pub(super) fn flush_programs(&mut self, u: usize, st: &mut DeviceStats, cost: &mut Cost) {
-        let g = std::mem::take(&mut self.groups[u].programs);
-        if g.is_empty() {
+        let n = self.groups[u].programs.len();
+        if n == 0 {
             return;
         }
-        debug_assert!(g.len() as u32 <= self.planes, "a page per plane");
+        debug_assert!(n <= self.planes as usize, "a page per plane");
         let ps = self.front.page_size;
-        let pages: Vec<(Nanos, u64)> = g.iter().map(|p| (p.ready, ps)).collect();
-        let end = self.array.program_planes(u, &pages, st, cost);
+        let mut pages = [(0, 0); MAX_PLANES];
+        for (i, p) in self.groups[u].programs.iter().enumerate() {
+            pages[i] = (p.ready, ps);
+        }
+        let end = self.array.program_planes(u, &pages[..n], st, cost);
         if let Some(cache) = self.cache.as_mut() {
-            for p in g.iter().filter_map(|p| p.slot) {
+            for p in self.groups[u].programs.iter().filter_map(|p| p.slot) {
                 cache.programmed(p, end);
             }
         }
+        self.groups[u].programs.clear();
     }
 
     /// Issues die `u`'s queued reads as one multi-plane read.
     fn flush_reads(&mut self, u: usize, st: &mut DeviceStats, cost: &mut Cost) {
-        let g = std::mem::take(&mut self.groups[u].reads);
-        if g.is_empty() {
+        let n = self.groups[u].reads.len();
+        if n == 0 {
             return;
         }
-        debug_assert!(g.len() as u32 <= self.planes, "a page per plane");
-        let t = g.iter().map(|r| r.ready).max().unwrap_or(0);
-        let bytes: Vec<u64> = g.iter().map(|r| r.bytes).collect();
-        let mut ready = vec![0; g.len()];
-        self.array.read_planes(u, t, &bytes, &mut ready, st, cost);
-        for (r, &e) in g.iter().zip(&ready) {
-            self.send_to_host(e, r.bytes, cost);
+        debug_assert!(n <= self.planes as usize, "a page per plane");
+        let (mut bytes, mut ready) = ([0; MAX_PLANES], [0; MAX_PLANES]);
+        let mut t = 0;
+        for (i, r) in self.groups[u].reads.iter().enumerate() {
+            bytes[i] = r.bytes;
+            t = t.max(r.ready);
         }
+        self.array
+            .read_planes(u, t, &bytes[..n], &mut ready[..n], st, cost);
+        for i in 0..n {
+            self.send_to_host(ready[i], bytes[i], cost);
+        }
+        self.groups[u].reads.clear();
     }
 
     /// Issues what die `u` has queued, before other work on it.
@@ -146,9 +168,13 @@ impl PageFtl {
 
     /// Issues everything queued, at the end of a command or destage round.
     pub(super) fn flush_all(&mut self, st: &mut DeviceStats, cost: &mut Cost) {
-        for u in 0..self.groups.len() {
+        while let Some(u) = self.queued.pop() {
             self.flush_die(u, st, cost);
         }
+        debug_assert!(self
+            .groups
+            .iter()
+            .all(|g| g.programs.is_empty() && g.reads.is_empty()));
     }
 
     /// A page read of die `u` for the controller itself (the rest of a page
