@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
+use flashkv_device::{presets, BlockDevice, DeviceSpec, FtlCounters, SimDevice};
 use flashkv_lab::profile::{self, Pattern, ProfileRow, ProfileSpec};
 use flashkv_lab::report::{f, size_label, Table};
 
@@ -120,6 +120,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", table(title, &rows).text());
+    if let Some(t) = internals_table(&rows) {
+        print!("\n{}", t.text());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -179,6 +182,61 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         crate::units::exact(span)
     );
     Ok((rows, title))
+}
+
+/// What the FTL's merges, mapping cache, data cache and planes did in each
+/// run: the columns of the mechanisms some run used, if any did.
+fn internals_table(rows: &[ProfileRow]) -> Option<Table> {
+    type Column = (&'static str, fn(&FtlCounters) -> String);
+    type Group = (fn(&FtlCounters) -> bool, &'static [Column]);
+    let groups: [Group; 4] = [
+        (
+            |c| c.switch_merges + c.partial_merges + c.full_merges > 0,
+            &[
+                ("switch merges", |c| c.switch_merges.to_string()),
+                ("partial", |c| c.partial_merges.to_string()),
+                ("full", |c| c.full_merges.to_string()),
+            ],
+        ),
+        (
+            |c| c.map_cache_hits + c.map_cache_misses > 0,
+            &[
+                ("map hits %", |c| f(100.0 * c.map_hit_ratio(), 1)),
+                ("transl. reads", |c| c.translation_reads.to_string()),
+                ("transl. writes", |c| c.translation_writes.to_string()),
+            ],
+        ),
+        (
+            |c| c.cache_writes + c.cache_read_hits > 0,
+            &[
+                ("cached writes", |c| c.cache_writes.to_string()),
+                ("absorbed", |c| c.cache_write_hits.to_string()),
+                ("destaged", |c| c.cache_destages.to_string()),
+                ("read hits", |c| c.cache_read_hits.to_string()),
+            ],
+        ),
+        (
+            |c| c.multi_plane_ops > 0,
+            &[("multi-plane ops", |c| c.multi_plane_ops.to_string())],
+        ),
+    ];
+    let used: Vec<&Column> = groups
+        .iter()
+        .filter(|(any, _)| rows.iter().any(|r| any(&r.ftl)))
+        .flat_map(|(_, cols)| cols.iter())
+        .collect();
+    if used.is_empty() {
+        return None;
+    }
+    let mut head = vec!["pattern", "block"];
+    head.extend(used.iter().map(|c| c.0));
+    let mut t = Table::new("FTL internals per run".to_string(), &head);
+    for r in rows {
+        let mut cells = vec![r.pattern.clone(), size_label(r.block_size)];
+        cells.extend(used.iter().map(|c| (c.1)(&r.ftl)));
+        t.push(cells);
+    }
+    Some(t)
 }
 
 fn table(title: String, rows: &[ProfileRow]) -> Table {

@@ -123,6 +123,10 @@ struct Output {
     timing: &'static str,
     #[serde(flatten)]
     report: ReplayReport,
+    /// For a single device: its counters (NAND work, merges, mapping and
+    /// data cache, multi-plane operations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<DeviceStats>,
     /// For a hybrid: its own counters and those of each device.
     #[serde(skip_serializing_if = "Option::is_none")]
     hybrid: Option<HybridStats>,
@@ -287,6 +291,7 @@ fn on_device(
         capacity: dev.geometry().capacity,
         timing: timing_name(timing),
         report,
+        device: Some(dev.stats()),
         hybrid: None,
         ssd: None,
         hdd: None,
@@ -322,6 +327,7 @@ fn on_hybrid(
         capacity: dev.geometry().capacity,
         timing: timing_name(timing),
         report,
+        device: None,
         hybrid: Some(dev.hybrid_stats()),
         ssd: Some(ssd.stats()),
         hdd: Some(hdd.stats()),
@@ -398,6 +404,11 @@ fn print_human(o: &Output) {
         ("writes", r.write_latency),
     ] {
         row(name, l);
+    }
+    for (side, s) in [("", &o.device), ("SSD ", &o.ssd), ("HDD ", &o.hdd)] {
+        for line in s.iter().flat_map(crate::internals::lines) {
+            println!("  {side}{line}");
+        }
     }
     if let Some(h) = &o.hybrid {
         println!(

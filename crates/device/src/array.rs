@@ -3,6 +3,8 @@
 //! ([`NandArray`]), busy intervals of a shared resource ([`Timeline`]) and
 //! what an operation cost ([`Cost`]).
 
+use std::collections::BTreeMap;
+
 use crate::sim::{transfer_ns, us};
 use crate::spec::require;
 use crate::{Completion, DeviceStats, Nanos, Result};
@@ -10,10 +12,12 @@ use crate::{Completion, DeviceStats, Nanos, Result};
 /// A shared resource (a channel bus, a host link) as the intervals it is
 /// busy. A transfer takes the first gap long enough for it, so a request
 /// whose data is ready early is not held behind one submitted before it
-/// whose data is ready later.
+/// whose data is ready later. Intervals are kept by start (sorted and
+/// apart, so their ends are sorted too): booking costs a logarithm of how
+/// many there are, however far ahead background work has booked.
 #[derive(Default)]
 pub(crate) struct Timeline {
-    busy: std::collections::VecDeque<(Nanos, Nanos)>,
+    busy: BTreeMap<Nanos, Nanos>,
 }
 
 impl Timeline {
@@ -23,52 +27,62 @@ impl Timeline {
             return t;
         }
         let mut start = t;
-        let mut i = 0;
-        while i < self.busy.len() {
-            let (s, e) = self.busy[i];
-            if e <= start {
-                i += 1;
-                continue;
-            }
+        // The interval under `t`, if any, then those after it in turn.
+        if let Some((_, &e)) = self.busy.range(..=start).next_back() {
+            start = start.max(e);
+        }
+        while let Some((&s, &e)) = self.busy.range(start..).next() {
             if s >= start + dur {
                 break;
             }
             start = e;
-            i += 1;
         }
         let end = start + dur;
         debug_assert!(start >= t, "a booking never starts before it was asked for");
-        // Merge with touching neighbours to keep the list short.
-        let joins_prev = i > 0 && self.busy[i - 1].1 == start;
-        let joins_next = i < self.busy.len() && self.busy[i].0 == end;
-        match (joins_prev, joins_next) {
-            (true, true) => {
-                self.busy[i - 1].1 = self.busy[i].1;
-                self.busy.remove(i);
+        // Merge with touching neighbours to keep the map small.
+        let prev = self
+            .busy
+            .range(..start)
+            .next_back()
+            .filter(|&(_, &e)| e == start)
+            .map(|(&s, _)| s);
+        let next_end = self.busy.remove(&end);
+        let merged_end = next_end.unwrap_or(end);
+        match prev {
+            Some(s) => {
+                self.busy.insert(s, merged_end);
             }
-            (true, false) => self.busy[i - 1].1 = end,
-            (false, true) => self.busy[i].0 = start,
-            (false, false) => self.busy.insert(i, (start, end)),
+            None => {
+                self.busy.insert(start, merged_end);
+            }
         }
-        debug_assert!(self.ordered(), "busy intervals stay sorted and apart");
+        debug_assert!(
+            self.apart_near(start),
+            "busy intervals stay sorted and apart"
+        );
         start
     }
 
-    /// Whether the busy intervals are non-empty, sorted and disjoint.
-    fn ordered(&self) -> bool {
-        self.busy.iter().all(|&(s, e)| s < e)
-            && self
-                .busy
-                .iter()
-                .zip(self.busy.iter().skip(1))
-                .all(|(a, b)| a.1 < b.0)
+    /// Whether the intervals around `t` are non-empty and apart.
+    fn apart_near(&self, t: Nanos) -> bool {
+        let before = self.busy.range(..t).next_back();
+        let after = self.busy.range(t..).take(2);
+        let near: Vec<(Nanos, Nanos)> = before
+            .into_iter()
+            .chain(after)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        near.iter().all(|&(s, e)| s < e) && near.windows(2).all(|w| w[0].1 < w[1].0)
     }
 
     /// Forgets intervals that end by `t`: nothing is booked before the
     /// time of the command being served.
     pub fn forget_before(&mut self, t: Nanos) {
-        while self.busy.front().is_some_and(|&(_, e)| e <= t) {
-            self.busy.pop_front();
+        while let Some(entry) = self.busy.first_entry() {
+            if *entry.get() > t {
+                break;
+            }
+            entry.remove();
         }
     }
 }

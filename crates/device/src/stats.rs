@@ -44,7 +44,8 @@ pub struct DeviceStats {
 
 /// Counters of an FTL's internals (zero on devices without them). The NAND
 /// work they stand for is also in the NAND counters of [`DeviceStats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct FtlCounters {
     /// Log-block FTLs: a log block written in order and in full became the
     /// data block (one erase, no copy).

@@ -134,6 +134,9 @@ impl Report {
             "  latency µs: count {}  mean {:.1}  p50 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
             l.count, l.mean, l.p50, l.p99, l.p999, l.max
         ));
+        for line in crate::internals::lines(&self.device) {
+            say(format_args!("  {line}"));
+        }
     }
 }
 

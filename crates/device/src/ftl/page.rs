@@ -26,10 +26,18 @@ use cache::WriteCache;
 use dftl::Cmt;
 use planes::Groups;
 
+/// Where a die appends: data, or (with a cached mapping table) translation
+/// pages, each in blocks of its own as DFTL keeps them, so collecting a
+/// data block never finds translation pages in it and translation blocks,
+/// rewritten often, are cheap to collect.
+const DATA: usize = 0;
+const TRANSLATION: usize = 1;
+
 struct Die {
-    open: u32,
-    /// Next page to program in `open`.
-    wp: u32,
+    /// Open block of each stream (NONE: none yet).
+    open: [u32; 2],
+    /// Next page to program in each open block.
+    wp: [u32; 2],
     /// Blocks of this die never used yet: the die's `fresh`-th block onwards.
     fresh: u32,
     /// Erased blocks, in the order they were erased (used after the fresh ones).
@@ -100,7 +108,9 @@ impl PageFtl {
         let per_die = mapped.div_ceil(units);
         let blocks_per_die =
             ((per_die as f64 * (1.0 + p.over_provisioning)) / n as f64).ceil() as u64;
-        let needed = per_die.div_ceil(n) + u64::from(p.gc_free_blocks) + 1;
+        // The open blocks, and the free blocks collection needs.
+        let streams = 1 + u64::from(tpages > 0);
+        let needed = per_die.div_ceil(n) + u64::from(p.gc_free_blocks) + streams;
         if blocks_per_die < needed {
             return Err(DeviceError::Spec(format!(
                 "ftl: over_provisioning leaves {} spare blocks per die, garbage collection needs at least {} (raise over_provisioning or capacity, or lower pages_per_block, planes_per_die, dies or gc_free_blocks)",
@@ -119,8 +129,8 @@ impl PageFtl {
         };
         let dies = (0..units as u32)
             .map(|u| Die {
-                open: u,
-                wp: 0,
+                open: [u, NONE],
+                wp: [0, n as u32],
                 fresh: 1,
                 free: VecDeque::new(),
             })
@@ -165,6 +175,15 @@ impl PageFtl {
 
     fn unit(&self, lpn: u32) -> usize {
         (lpn % self.layout.units) as usize
+    }
+
+    /// The stream logical page `lpn` is appended to.
+    fn stream(&self, lpn: u32) -> usize {
+        if lpn < self.logical {
+            DATA
+        } else {
+            TRANSLATION
+        }
     }
 
     /// Starts a command at the controller, after the background work due
@@ -329,7 +348,8 @@ impl Model for PageFtl {
 
     fn fill(&mut self, len: u64) -> bool {
         let ps = self.front.page_size;
-        let fresh = self.l2p.is_empty() && self.dies.iter().all(|d| d.wp == 0 && d.fresh == 1);
+        let fresh =
+            self.l2p.is_empty() && self.dies.iter().all(|d| d.wp[DATA] == 0 && d.fresh == 1);
         if !fresh || len % ps != 0 {
             return false;
         }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 
-use super::PageFtl;
+use super::{PageFtl, TRANSLATION};
 use crate::array::Cost;
 use crate::ftl::map::NONE;
 use crate::{DeviceStats, Nanos, Result};
@@ -229,8 +229,8 @@ impl PageFtl {
         for tp in 0..pages.div_ceil(cmt.per_page) {
             let tl = self.tlpn(tp);
             let u = self.unit(tl);
-            if self.dies[u].wp == self.layout.ppb {
-                self.open_next(u)?;
+            if self.dies[u].wp[TRANSLATION] == self.layout.ppb {
+                self.open_next(u, TRANSLATION)?;
             }
             self.place(u, tl);
         }

@@ -7,7 +7,7 @@
 //! `i % planes`, row `i / planes`, so pages placed one after another fill
 //! a row of the planes before the next.
 
-use super::{PageFtl, Slot};
+use super::{PageFtl, Slot, DATA};
 use crate::array::Cost;
 use crate::ftl::map::{BlockState, NONE};
 use crate::ftl::{assert_consistent, internal};
@@ -20,8 +20,8 @@ impl PageFtl {
         (self.per_die - self.dies[u].fresh) as usize + self.dies[u].free.len()
     }
 
-    /// Makes the next free block of die `u` its open block.
-    pub(super) fn open_next(&mut self, u: usize) -> Result<()> {
+    /// Makes the next free block of die `u` the open block of stream `s`.
+    pub(super) fn open_next(&mut self, u: usize, s: usize) -> Result<()> {
         let units = self.layout.units;
         let d = &mut self.dies[u];
         let b = if d.fresh < self.per_die {
@@ -35,9 +35,11 @@ impl PageFtl {
         debug_assert_eq!(b % units, u as u32, "a die opens its own blocks");
         debug_assert_eq!(self.blocks.state(b), BlockState::Free);
         debug_assert_eq!(self.blocks.valid(b), 0, "a free block holds no valid page");
-        let old = std::mem::replace(&mut d.open, b);
-        d.wp = 0;
-        self.blocks.set_state(old, BlockState::Full);
+        let old = std::mem::replace(&mut d.open[s], b);
+        d.wp[s] = 0;
+        if old != NONE {
+            self.blocks.set_state(old, BlockState::Full);
+        }
         self.blocks.set_state(b, BlockState::Open);
         Ok(())
     }
@@ -52,14 +54,15 @@ impl PageFtl {
         debug_assert_eq!(self.l2p.get(lpn), NONE);
     }
 
-    /// Places `lpn` at the next page of die `u`'s open block (which has
-    /// room); returns that page.
+    /// Places `lpn` at the next page of the open block of its stream on
+    /// die `u` (which has room); returns that page.
     pub(super) fn place(&mut self, u: usize, lpn: u32) -> u32 {
+        let s = self.stream(lpn);
         let d = &mut self.dies[u];
-        assert!(d.wp < self.layout.ppb, "die {u}: the open block is full");
-        let ppn = d.open * self.layout.ppb + d.wp;
-        d.wp += 1;
-        let open = d.open;
+        assert!(d.wp[s] < self.layout.ppb, "die {u}: the open block is full");
+        let ppn = d.open[s] * self.layout.ppb + d.wp[s];
+        d.wp[s] += 1;
+        let open = d.open[s];
         debug_assert_eq!(self.blocks.state(open), BlockState::Open);
         debug_assert_eq!(
             self.l2p.get(lpn),
@@ -84,10 +87,10 @@ impl PageFtl {
         st: &mut DeviceStats,
         cost: &mut Cost,
     ) -> Result<()> {
-        let u = self.unit(lpn);
+        let (u, s) = (self.unit(lpn), self.stream(lpn));
         self.invalidate(lpn);
-        if self.dies[u].wp == self.layout.ppb {
-            self.open_next(u)?;
+        if self.dies[u].wp[s] == self.layout.ppb {
+            self.open_next(u, s)?;
             while self.free_blocks(u) < self.gc_free {
                 self.collect(u, t, st, cost)?;
             }
@@ -122,8 +125,9 @@ impl PageFtl {
                 continue;
             }
             left -= 1;
-            if self.dies[u].wp == n {
-                self.open_next(u)?;
+            let s = self.stream(lpn);
+            if self.dies[u].wp[s] == n {
+                self.open_next(u, s)?;
             }
             self.invalidate(lpn);
             let dst = self.place(u, lpn);
@@ -195,10 +199,10 @@ impl PageFtl {
                 self.blocks.set_filled(b, state, valid, pages);
             }
             let d = &mut self.dies[u as usize];
-            d.open = (used - 1) * units + u;
-            d.wp = count - (used - 1) * ppb;
+            d.open[DATA] = (used - 1) * units + u;
+            d.wp[DATA] = count - (used - 1) * ppb;
             d.fresh = used;
-            debug_assert!(d.wp >= 1 && d.wp <= ppb && d.fresh <= self.per_die);
+            debug_assert!(d.wp[DATA] >= 1 && d.wp[DATA] <= ppb && d.fresh <= self.per_die);
         }
         debug_assert!(
             pages == 0 || self.blocks.rev(self.l2p.get(pages - 1)) == pages - 1,
@@ -235,8 +239,10 @@ impl PageFtl {
             return Err("valid counts do not match the mapping".into());
         }
         for (u, d) in self.dies.iter().enumerate() {
-            if self.blocks.state(d.open) != BlockState::Open || d.open % units != u as u32 {
-                return Err(format!("die {u}: bad open block"));
+            for &open in d.open.iter().filter(|&&b| b != NONE) {
+                if self.blocks.state(open) != BlockState::Open || open % units != u as u32 {
+                    return Err(format!("die {u}: bad open block"));
+                }
             }
             let fresh = (d.fresh..self.per_die).map(|k| k * units + u as u32);
             if d.free
