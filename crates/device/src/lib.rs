@@ -59,7 +59,7 @@ pub use latency::Latencies;
 pub use mem::MemDevice;
 pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
-pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec, SIZE_UNITS};
+pub use spec::{parse_size, Calibration, DeviceSpec, Fit, ModelSpec, PowerSpec, SIZE_UNITS};
 pub use stats::{DeviceStats, EraseCounts, FtlCounters, Wear};
 pub use store::{free_space, DataStore};
 

@@ -44,6 +44,62 @@ pub struct DeviceSpec {
     pub power: PowerSpec,
     /// The cost model and its parameters.
     pub model: ModelSpec,
+    /// Which parameters were set from which source figure, and which
+    /// figures the model then predicts (every preset says; optional in a
+    /// user's spec).
+    #[serde(default, skip_serializing_if = "Calibration::is_empty")]
+    pub calibration: Calibration,
+}
+
+/// What a device's numbers were set from. A parameter chosen so that the
+/// model reproduces a figure is *fitted* to it, and reproducing that figure
+/// then shows nothing; the figures no parameter was chosen by are what the
+/// model *predicts*; the rest of the parameters are *given* (datasheets,
+/// assumptions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Parameters set so that the model reproduces source figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted: Vec<Fit>,
+    /// Source figures no parameter was set from: held out, predicted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicts: Vec<String>,
+    /// Parameters taken as given: from datasheets or assumed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub given: Vec<String>,
+}
+
+/// Parameters fitted to a figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fit {
+    /// The spec fields set.
+    pub parameters: Vec<String>,
+    /// The figure they were set from, and its source.
+    pub figure: String,
+    /// The rows of a lab table the fit used, for the lab to mark: `"TABLE
+    /// ROW"` (e.g. `"random_read 4K"` of seed 004's tables) or `"TABLE"`
+    /// for all of a table's rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<String>,
+}
+
+impl Calibration {
+    /// Whether nothing is said (a user's spec may say nothing).
+    pub fn is_empty(&self) -> bool {
+        self.fitted.is_empty() && self.predicts.is_empty() && self.given.is_empty()
+    }
+
+    /// Whether some parameter was fitted to row `row` of lab table `table`.
+    pub fn fitted_row(&self, table: &str, row: &str) -> bool {
+        let whole = table.to_string();
+        let one = format!("{table} {row}");
+        self.fitted
+            .iter()
+            .flat_map(|f| &f.rows)
+            .any(|r| *r == whole || *r == one)
+    }
 }
 
 /// Power drawn while serving requests and while idle, in milliwatts.
