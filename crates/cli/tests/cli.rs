@@ -329,6 +329,14 @@ fn replay_reports_counts_and_rejects_malformed_lines() {
             (v["read_bytes"].as_u64(), v["write_bytes"].as_u64()),
             (Some(8192), Some(4096))
         );
+        // The device's counters: a single device's, or each side's.
+        let dev = if target[0] == "--device" {
+            &v["device"]
+        } else {
+            &v["ssd"]
+        };
+        assert!(dev["nand_page_programs"].as_u64().is_some(), "{v}");
+        assert!(dev["translation_reads"].as_u64().is_some(), "{v}");
     }
     std::fs::write(
         &trace,
@@ -341,6 +349,49 @@ fn replay_reports_counts_and_rejects_malformed_lines() {
         ],
         "line 2",
     );
+}
+
+/// An FTL spec with a cached mapping table and a data cache: profile
+/// reports the translation reads, the cached writes and the multi-plane
+/// operations of each run, in JSON and in a table of its own.
+#[test]
+fn profile_reports_the_ftl_internals() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("caches.toml");
+    let text = "description = \"d\"\nsource = \"s\"\ncapacity = \"256 MiB\"\n\
+        power = { active_mw = 1, idle_mw = 1 }\n[model]\nkind = \"ftl\"\nmapping = \"page\"\n\
+        page_size = \"4k\"\npages_per_block = 64\nchannels = 2\ndies_per_channel = 2\n\
+        planes_per_die = 2\nread_us = 40\nprogram_us = 200\nerase_us = 2000\n\
+        host_mb_per_s = 1000\nwrite_cache = \"4 MiB\"\nmapping_cache = \"16 KiB\"\n";
+    std::fs::write(&spec, text).unwrap();
+    let s = spec.to_str().unwrap();
+    let args = [
+        "profile",
+        "--spec",
+        s,
+        "--patterns",
+        "rw",
+        "--block-sizes",
+        "4k",
+        "--ops",
+        "3000",
+    ];
+    let o = flashkv(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ftl = &rows[0]["ftl"];
+    // 64 translation pages, 4 in DRAM: random writes miss most lookups.
+    let reads = ftl["translation_reads"].as_u64().unwrap();
+    assert!(reads > 1000, "{ftl}");
+    assert_eq!(ftl["cache_writes"].as_u64(), Some(3000));
+    assert!(ftl["multi_plane_ops"].as_u64().unwrap() > 0, "{ftl}");
+    let o = flashkv(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("FTL internals per run") && out.contains("transl. reads"),
+        "{out}"
+    );
+    assert!(out.contains(&reads.to_string()), "{out}");
 }
 
 /// A pipe is read once: `--trace /dev/stdin` replays what it is given.

@@ -18,15 +18,13 @@ fn children_peak_rss() -> u64 {
 fn profile_of_a_four_terabyte_nvme_peaks_under_450_mb() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("nvme4t.toml");
-    let preset = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../device/presets.toml"),
-    )
-    .unwrap();
     // The nvme preset's model, at 4 TiB.
-    let body = preset.split("[nvme]").nth(1).unwrap();
-    let body = body
-        .replace("[nvme.model]", "[model]")
-        .replace("capacity = \"2 GiB\"", "capacity = \"4 TiB\"");
+    let body = "description = \"nvme at 4 TiB\"\nsource = \"the nvme preset\"\n\
+        capacity = \"4 TiB\"\npower = { active_mw = 6000, idle_mw = 30 }\n[model]\n\
+        kind = \"ftl\"\nmapping = \"page\"\npage_size = \"4k\"\npages_per_block = 64\n\
+        channels = 8\ndies_per_channel = 8\nread_us = 40.0\nbus_mb_per_s = 1200.0\n\
+        program_us = 120.0\nerase_us = 3000.0\nhost_mb_per_s = 3500.0\n\
+        read_command_us = 1.5\nwrite_command_us = 1.5\nover_provisioning = 0.07\n";
     std::fs::write(&spec, body).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_flashkv"))
         .args(["profile", "--spec"])
