@@ -3,9 +3,10 @@
 //! page-level address mappings", ASPLOS 2009). The map lives on flash in
 //! translation pages, one flash page of 4-byte entries each; DRAM holds
 //! `mapping_cache` bytes of them, least recently used out first. A lookup
-//! whose page is not in DRAM reads it from flash (if flash holds it: a page
-//! of a range never written maps nothing); evicting a page changed since it
-//! was read programs it (its old copy becomes garbage). Garbage collection
+//! whose page is not in DRAM reads it from flash (a page never written is
+//! read too, as on a preconditioned drive, as unwritten data pages are);
+//! evicting a page changed since it was read programs it (its old copy
+//! becomes garbage). Garbage collection
 //! updates the entries of the data pages it moves: in DRAM where their
 //! translation page is, else by reading the page and writing it back, once
 //! per page per collected block (DFTL's batch update).
@@ -23,7 +24,6 @@ use rustc_hash::FxHashMap;
 
 use super::{PageFtl, TRANSLATION};
 use crate::array::Cost;
-use crate::ftl::map::NONE;
 use crate::{DeviceStats, Nanos, Result};
 
 /// Which translation pages are in DRAM, in LRU order, and which are dirty.
@@ -150,11 +150,11 @@ impl PageFtl {
         ready
     }
 
-    /// Reads translation page `tp` from flash unless it has no copy there
-    /// or one waits in DRAM to be written back; returns when it is in.
+    /// Reads translation page `tp` from flash unless a copy waits in DRAM
+    /// to be written back; returns when it is in.
     fn load(&mut self, tp: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
         let tl = self.tlpn(tp);
-        if self.l2p.get(tl) == NONE || self.write_backs.contains(&tp) {
+        if self.write_backs.contains(&tp) {
             return t;
         }
         st.ftl.translation_reads += 1;
