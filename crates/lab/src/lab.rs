@@ -59,16 +59,20 @@ pub enum Experiment {
     Hybrid,
     /// Simulator speed and memory on 64 GiB to 4 TiB devices.
     SimScale,
+    /// The page FTL's data cache, mapping cache and planes against their
+    /// closed forms.
+    SsdInternals,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 6] = [
+    pub const ALL: [Experiment; 7] = [
         Experiment::Seed004,
         Experiment::Ipl,
         Experiment::Buffer,
         Experiment::Advisor,
         Experiment::Hybrid,
         Experiment::SimScale,
+        Experiment::SsdInternals,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +83,7 @@ impl Experiment {
             Experiment::Buffer => "buffer",
             Experiment::Hybrid => "hybrid",
             Experiment::SimScale => "sim-scale",
+            Experiment::SsdInternals => "ssd-internals",
         }
     }
 
@@ -96,6 +101,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::points(),
             Experiment::Hybrid => crate::hybrid::points(),
             Experiment::SimScale => crate::sim_scale::points(),
+            Experiment::SsdInternals => crate::internals::points(),
         }
     }
 
@@ -109,6 +115,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::run_point(params, opts),
             Experiment::Hybrid => crate::hybrid::run_point(params, opts),
             Experiment::SimScale => crate::sim_scale::run_point(params, opts),
+            Experiment::SsdInternals => crate::internals::run_point(params, opts),
         }
     }
 
@@ -122,6 +129,7 @@ impl Experiment {
             Experiment::Buffer => crate::buffer::report(opts, outputs),
             Experiment::Hybrid => crate::hybrid::report(opts, outputs),
             Experiment::SimScale => crate::sim_scale::report(opts, outputs),
+            Experiment::SsdInternals => crate::internals::report(opts, outputs),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod advisor;
 mod advisor_lab;
 pub mod buffer;
 pub mod hybrid;
+pub mod internals;
 pub mod ipl;
 pub mod lab;
 pub mod oltp;
