@@ -353,8 +353,10 @@ impl Model for PageFtl {
         if !fresh || len % ps != 0 {
             return false;
         }
-        // A fill takes what a fresh device has room for.
-        self.fill((len / ps) as u32).is_ok()
+        // A fresh device has room for a fill of its capacity and its map.
+        let filled = self.fill((len / ps) as u32).is_ok();
+        debug_assert!(filled, "a fresh device takes a fill");
+        filled
     }
 }
 
