@@ -19,7 +19,7 @@ def buffer_rows(cli, tmp_path_factory):
 
 def test_points_are_the_cli_points(cli):
     assert flashkv.experiments() == [
-        "seed000", "seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale"
+        "seed000", "seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale", "ssd-internals"
     ]
     for quick in (False, True):
         args = ["lab", "--points", "--json"] + (["--quick"] if quick else [])

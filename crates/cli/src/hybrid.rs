@@ -162,6 +162,16 @@ fn io_message(e: DeviceError) -> String {
     }
 }
 
+/// Preset `name`, at `capacity` if given.
+fn sized(name: &str, capacity: Option<u64>) -> Result<Box<dyn BlockDevice>, CliError> {
+    let mut spec = presets::get(name).map_err(|e| CliError::Usage(e.to_string()))?;
+    if let Some(c) = capacity {
+        spec.capacity = c;
+    }
+    let dev = flashkv_device::SimDevice::new(&spec).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(Box::new(dev))
+}
+
 fn is_preset(arg: &str) -> bool {
     presets::get(arg).is_ok()
 }
@@ -203,13 +213,29 @@ impl PairArg {
 
     /// The hybrid: created over two presets, or opened (recovered) on the files.
     pub(crate) fn open(&self, opts: Options) -> Result<(HybridDevice, String), CliError> {
+        self.open_sized(opts, None, None)
+    }
+
+    /// As [`PairArg::open`], two presets at the SSD's and the HDD's
+    /// capacities where given (the files have theirs).
+    pub(crate) fn open_sized(
+        &self,
+        opts: Options,
+        ssd_capacity: Option<u64>,
+        hdd_capacity: Option<u64>,
+    ) -> Result<(HybridDevice, String), CliError> {
         match self {
             PairArg::Presets(s, h) => {
-                let (ssd, hdd) = (open_device(s, None, false)?, open_device(h, None, false)?);
+                let (ssd, hdd) = (sized(s, ssd_capacity)?, sized(h, hdd_capacity)?);
                 let dev = HybridDevice::create(ssd, hdd, opts).map_err(hybrid_error)?;
                 Ok((dev, format!("hybrid({s},{h})")))
             }
             PairArg::Files(s, h) => {
+                if ssd_capacity.is_some() || hdd_capacity.is_some() {
+                    return Err(usage(format!(
+                        "--hybrid {s},{h}: --capacity and --ssd-capacity size a hybrid of presets; files have their own size"
+                    )));
+                }
                 check_pair_files("--hybrid", s, h)?;
                 let ssd = open_side("--hybrid", s, None, false, &mut Created::default())?;
                 let hdd = open_side("--hybrid", h, None, false, &mut Created::default())?;

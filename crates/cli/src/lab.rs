@@ -83,6 +83,8 @@ enum Name {
     Hybrid,
     /// Simulator scale: simulated requests per wall second, time to the first request and peak RSS for 64 GiB, 512 GiB and 4 TiB nvme models (random 4 KB 50/50, QD1 and QD32).
     SimScale,
+    /// The page FTL's data cache, mapping cache (DFTL) and planes, each against its closed form.
+    SsdInternals,
     /// Seed 003 with a real database: unmodified PostgreSQL's pgbench on hdd-7200, ssd-lowend, the hybrid and nvme served over NBD (needs root, FUSE, PostgreSQL; only when named).
     Pgbench,
 }
@@ -97,6 +99,7 @@ impl Name {
             Name::Buffer => Experiment::Buffer,
             Name::Hybrid => Experiment::Hybrid,
             Name::SimScale => Experiment::SimScale,
+            Name::SsdInternals => Experiment::SsdInternals,
             Name::Pgbench => Experiment::Pgbench,
         }
     }

@@ -7,6 +7,7 @@ mod devices;
 mod error;
 mod files;
 mod hybrid;
+mod internals;
 mod kv;
 mod lab;
 mod profile;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use flashkv_device::{presets, BlockDevice, DeviceSpec, SimDevice};
+use flashkv_device::{presets, BlockDevice, DeviceSpec, FtlCounters, SimDevice};
 use flashkv_lab::profile::{self, Pattern, ProfileRow, ProfileSpec};
 use flashkv_lab::report::{f, size_label, Table};
 
@@ -58,7 +58,8 @@ pub struct ProfileArgs {
     /// Access patterns: sr (sequential read), rr (random read), sw, rw, mix (50/50 random).
     #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw", value_parser = parse_pattern)]
     pub(crate) patterns: Vec<Pattern>,
-    /// Block sizes, e.g. 512,4k,64k,1m (binary multiples).
+    /// Block sizes, e.g. 512,4k,64k,1m (k, m, g and KiB, MiB are powers of
+    /// 1024; KB, MB, GB powers of 1000).
     #[arg(long, value_delimiter = ',', default_value = "4k,16k,64k,256k,1m", value_parser = parse_block)]
     pub(crate) block_sizes: Vec<u64>,
     /// Measured requests per pattern and block size, 1 to 1e12 (e.g. 1e10;
@@ -66,8 +67,9 @@ pub struct ProfileArgs {
     /// [default: 2000 on a simulated device].
     #[arg(long, value_parser = parse_ops)]
     pub(crate) ops: Option<u64>,
-    /// Bytes of the device the requests fall in, from offset 0 [default: the
-    /// whole device; for a new --path file 256M].
+    /// Bytes of the device the requests fall in, from offset 0, e.g. 64g or
+    /// 300GB (GB = 10^9 bytes, GiB and g = 2^30) [default: the whole device;
+    /// for a new --path file 256M].
     #[arg(long, value_parser = parse_span)]
     pub(crate) span: Option<u64>,
     /// Requests kept outstanding; the device uses what concurrency its model
@@ -141,6 +143,9 @@ pub fn run(a: ProfileArgs) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", table(title, &rows).text());
+    if let Some(t) = internals_table(&rows) {
+        print!("\n{}", t.text());
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -156,8 +161,10 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
         (None, Some(path)) => DeviceSpec::from_file(path)?,
         (None, None) => unreachable!("clap requires --device or --spec"),
     };
-    let capacity = SimDevice::new(&spec)?.geometry().capacity;
-    let span = a.span.unwrap_or(capacity);
+    // One device at a time, and none built just to read the capacity: the
+    // first run's device answers the checks, and each run starts fresh.
+    let probe = SimDevice::new(&spec)?;
+    let span = a.span.unwrap_or(probe.geometry().capacity);
     // Check every combination before running any, so bad input fails fast.
     let specs: Vec<ProfileSpec> = a
         .patterns
@@ -173,24 +180,28 @@ fn simulated(a: &ProfileArgs) -> Result<(Vec<ProfileRow>, String), CliError> {
             })
         })
         .collect();
-    let probe = SimDevice::new(&spec)?;
     for s in &specs {
         profile::validate(&probe, s)?;
     }
-
-    let rows = run_all(&spec, &specs)?;
+    let rows = run_all(&spec, &specs, probe)?;
     let title = format!(
         "{} — {ops} ops per point, iodepth {}, span {}",
         spec.name,
         a.iodepth,
-        size_label(span)
+        crate::units::exact(span)
     );
     Ok((rows, title))
 }
 
-/// Runs each point on a fresh device, with progress over the work of all
-/// of them (requests, and MiB of preconditioning), so a long point moves.
-fn run_all(spec: &DeviceSpec, specs: &[ProfileSpec]) -> Result<Vec<ProfileRow>, CliError> {
+/// Runs each point on a fresh device (the first on `probe`, unused so
+/// far), with progress over the work of all of them (requests, and MiB of
+/// preconditioning), so a long point moves.
+fn run_all(
+    spec: &DeviceSpec,
+    specs: &[ProfileSpec],
+    probe: SimDevice,
+) -> Result<Vec<ProfileRow>, CliError> {
+    let mut first = Some(probe);
     let total: u64 = specs.iter().map(profile::work).sum();
     let bar = Progress::new("profile", total, Unit::Work);
     let (mut rows, mut done) = (Vec::new(), 0u64);
@@ -204,7 +215,10 @@ fn run_all(spec: &DeviceSpec, specs: &[ProfileSpec]) -> Result<Vec<ProfileRow>, 
         );
         bar.start(&what);
         let started = Instant::now();
-        let mut dev = SimDevice::new(spec)?;
+        let mut dev = match first.take() {
+            Some(dev) => dev,
+            None => SimDevice::new(spec)?,
+        };
         let running = format!(" ({what} running)");
         rows.push(profile::run_observed(&mut dev, &spec.name, s, &mut |n| {
             done += n;
@@ -214,6 +228,61 @@ fn run_all(spec: &DeviceSpec, specs: &[ProfileSpec]) -> Result<Vec<ProfileRow>, 
     }
     bar.finish();
     Ok(rows)
+}
+
+/// What the FTL's merges, mapping cache, data cache and planes did in each
+/// run: the columns of the mechanisms some run used, if any did.
+fn internals_table(rows: &[ProfileRow]) -> Option<Table> {
+    type Column = (&'static str, fn(&FtlCounters) -> String);
+    type Group = (fn(&FtlCounters) -> bool, &'static [Column]);
+    let groups: [Group; 4] = [
+        (
+            |c| c.switch_merges + c.partial_merges + c.full_merges > 0,
+            &[
+                ("switch merges", |c| c.switch_merges.to_string()),
+                ("partial", |c| c.partial_merges.to_string()),
+                ("full", |c| c.full_merges.to_string()),
+            ],
+        ),
+        (
+            |c| c.map_cache_hits + c.map_cache_misses > 0,
+            &[
+                ("map hits %", |c| f(100.0 * c.map_hit_ratio(), 1)),
+                ("transl. reads", |c| c.translation_reads.to_string()),
+                ("transl. writes", |c| c.translation_writes.to_string()),
+            ],
+        ),
+        (
+            |c| c.cache_writes + c.cache_read_hits > 0,
+            &[
+                ("cached writes", |c| c.cache_writes.to_string()),
+                ("absorbed", |c| c.cache_write_hits.to_string()),
+                ("destaged", |c| c.cache_destages.to_string()),
+                ("read hits", |c| c.cache_read_hits.to_string()),
+            ],
+        ),
+        (
+            |c| c.multi_plane_ops > 0,
+            &[("multi-plane ops", |c| c.multi_plane_ops.to_string())],
+        ),
+    ];
+    let used: Vec<&Column> = groups
+        .iter()
+        .filter(|(any, _)| rows.iter().any(|r| any(&r.ftl)))
+        .flat_map(|(_, cols)| cols.iter())
+        .collect();
+    if used.is_empty() {
+        return None;
+    }
+    let mut head = vec!["pattern", "block"];
+    head.extend(used.iter().map(|c| c.0));
+    let mut t = Table::new("FTL internals per run".to_string(), &head);
+    for r in rows {
+        let mut cells = vec![r.pattern.clone(), size_label(r.block_size)];
+        cells.extend(used.iter().map(|c| (c.1)(&r.ftl)));
+        t.push(cells);
+    }
+    Some(t)
 }
 
 fn table(title: String, rows: &[ProfileRow]) -> Table {

@@ -19,6 +19,10 @@ use crate::progress::{self, Progress};
 /// latency percentiles and device counters. Requests are issued at their trace
 /// times (so they queue on a slower device) unless --back-to-back; ranges past
 /// their device's end are folded back into it by whole 4 KiB units.
+///
+/// A trace file is read twice (a malformed line is found before anything
+/// is replayed); a pipe (`--trace /dev/stdin`) is read once, and a
+/// malformed line then ends the replay with an error and no report.
 #[derive(Args)]
 #[command(group = ArgGroup::new("target").required(true).args(["device", "spec", "hybrid"]))]
 pub struct ReplayArgs {
@@ -44,9 +48,14 @@ pub struct ReplayArgs {
     /// A device spec file (TOML; same fields as a preset).
     #[arg(long, value_name = "FILE")]
     spec: Option<PathBuf>,
-    /// Capacity of the --device or --spec device instead of its own (e.g. 512G).
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, conflicts_with = "hybrid")]
+    /// Capacity of the --device or --spec device, or of a hybrid's HDD (the
+    /// hybrid's size), instead of the preset's own: 512GiB or 512g (2^30
+    /// bytes each), 500GB (10^9 bytes each).
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     capacity: Option<u64>,
+    /// Capacity of a hybrid's SSD cache instead of the preset's own.
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    ssd_capacity: Option<u64>,
     /// A hybrid: the SSD cache, then the HDD. Two presets (e.g.
     /// ssd-lowend,hdd-7200), or the two files `flashkv hybrid create` made
     /// (with --force, as replay writes zeros into them, and --back-to-back).
@@ -116,9 +125,15 @@ impl From<TraceFormat> for Format {
 struct Output {
     trace: PathBuf,
     target: String,
+    /// The target's addressable bytes.
+    capacity: u64,
     timing: &'static str,
     #[serde(flatten)]
     report: ReplayReport,
+    /// For a single device: its counters (NAND work, merges, mapping and
+    /// data cache, multi-plane operations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<DeviceStats>,
     /// For a hybrid: its own counters and those of each device.
     #[serde(skip_serializing_if = "Option::is_none")]
     hybrid: Option<HybridStats>,
@@ -167,27 +182,40 @@ fn records(a: &ReplayArgs) -> Result<std::iter::Take<TraceFile>, CliError> {
     Ok(r.take(a.limit.unwrap_or(usize::MAX)))
 }
 
+/// What the replay read of the trace: records and the time they span.
+#[derive(Default)]
+struct Seen {
+    records: u64,
+    last_ns: u64,
+}
+
 fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     // A first pass finds a malformed line before anything is replayed; both
-    // passes stream, so a trace larger than memory replays.
-    let mut n = 0u64;
-    for r in records(&a)? {
-        r.map_err(|e| trace_error(&a, e))?;
-        n += 1;
+    // passes stream, so a trace larger than memory replays. A pipe can be
+    // read only once: it gets the replay's pass alone, without a count for
+    // a progress bar.
+    let file = std::fs::metadata(&a.trace).is_ok_and(|m| m.is_file());
+    let mut bar = None;
+    if file {
+        let mut n = 0u64;
+        for r in records(&a)? {
+            r.map_err(|e| trace_error(&a, e))?;
+            n += 1;
+        }
+        if n == 0 {
+            return Err(CliError::Usage(no_records(&a)));
+        }
+        bar = Some(Progress::new("replay", n, progress::Unit::Count("records")));
     }
-    if n == 0 {
-        return Err(CliError::Usage(no_records(&a)));
-    }
-    let mut failure = None;
-    let bar = Progress::new("replay", n, progress::Unit::Count("records"));
     let started = std::time::Instant::now();
-    let mut k = 0u64;
+    let (mut failure, mut seen) = (None, Seen::default());
     let stream = records(&a)?
         .map_while(|r| r.map_err(|e| failure = Some(e)).ok())
-        .inspect(|_| {
-            k += 1;
-            if k % 4096 == 0 {
-                bar.advance_to(k, "");
+        .inspect(|r| {
+            seen.records += 1;
+            seen.last_ns = seen.last_ns.max(r.time_ns);
+            if let Some(b) = bar.as_ref().filter(|_| seen.records % 4096 == 0) {
+                b.advance_to(seen.records, "");
             }
         });
     let timing = if a.back_to_back {
@@ -202,14 +230,51 @@ fn run_inner(a: ReplayArgs) -> Result<ExitCode, CliError> {
     if let Some(e) = failure {
         return Err(trace_error(&a, e));
     }
-    bar.finished(n, &a.trace.display().to_string(), started.elapsed());
-    bar.finish();
+    if let Some(b) = bar {
+        b.finished(
+            seen.records,
+            &a.trace.display().to_string(),
+            started.elapsed(),
+        );
+        b.finish();
+    }
+    if seen.records == 0 {
+        return Err(CliError::Usage(no_records(&a)));
+    }
+    if let Some(w) = implausible_rate(&a, &seen) {
+        eprintln!("warning: {w}");
+    }
     if a.json {
         print_json(&out)?;
     } else {
         print_human(&out);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Fewer than one request a second over a trace of some length is no
+/// block trace a person would replay: most likely its timestamps are in a
+/// smaller unit than the format's default (DiskSim traces made for MQSim
+/// are in ns). A few records say too little to judge.
+fn implausible_rate(a: &ReplayArgs, seen: &Seen) -> Option<String> {
+    const ENOUGH: u64 = 32;
+    let span_s = seen.last_ns as f64 / 1e9;
+    let rate = (seen.records - 1) as f64 / span_s.max(1e-9);
+    if a.time_unit.is_some() || seen.records < ENOUGH || rate >= 1.0 {
+        return None;
+    }
+    let unit = match a.format {
+        TraceFormat::Msr => "100 ns ticks",
+        TraceFormat::Spc | TraceFormat::Blkparse => "seconds",
+        TraceFormat::Disksim => "milliseconds",
+    };
+    Some(format!(
+        "{}: {} requests over {span_s:.0} s of trace time is {rate:.3} per second, too slow for a \
+         block trace: are its timestamps in {unit} (the format's default)? If they are \
+         nanoseconds, as in DiskSim traces made for MQSim, give --time-unit ns (or us)",
+        a.trace.display(),
+        seen.records
+    ))
 }
 
 /// A device map the target cannot hold is the user's to fix.
@@ -226,14 +291,21 @@ fn on_device(
     stream: impl Iterator<Item = TraceRecord>,
     timing: Timing,
 ) -> Result<Output, CliError> {
+    if a.ssd_capacity.is_some() {
+        return Err(CliError::Usage(
+            "--ssd-capacity applies to --hybrid only".into(),
+        ));
+    }
     let map = a.device_map.clone().unwrap_or_default();
     let (mut dev, name) = single(a)?;
     let report = replay_mapped(&mut *dev, stream, timing, &map).map_err(replay_failed)?;
     Ok(Output {
         trace: a.trace.clone(),
         target: name,
+        capacity: dev.geometry().capacity,
         timing: timing_name(timing),
         report,
+        device: Some(dev.stats()),
         hybrid: None,
         ssd: None,
         hdd: None,
@@ -266,7 +338,7 @@ fn on_hybrid(
         ..Options::default()
     };
     let map = a.device_map.clone().unwrap_or_default();
-    let (mut dev, target) = pair.open(opts)?;
+    let (mut dev, target) = pair.open_sized(opts, a.ssd_capacity, a.capacity)?;
     let report = replay_mapped(&mut dev, stream, timing, &map).map_err(replay_failed)?;
     if pair.is_files() {
         // What the replay wrote is the files' data now: make it durable.
@@ -278,8 +350,10 @@ fn on_hybrid(
     Ok(Output {
         trace: a.trace.clone(),
         target,
+        capacity: dev.geometry().capacity,
         timing: timing_name(timing),
         report,
+        device: None,
         hybrid: Some(dev.hybrid_stats()),
         ssd: Some(ssd.stats()),
         hdd: Some(hdd.stats()),
@@ -320,9 +394,10 @@ fn us(ns: f64) -> String {
 fn print_human(o: &Output) {
     let r = &o.report;
     println!(
-        "replay {} on {} ({})",
+        "replay {} on {} of {} ({})",
         o.trace.display(),
         o.target,
+        crate::units::exact(o.capacity),
         o.timing
     );
     println!(
@@ -367,6 +442,11 @@ fn print_human(o: &Output) {
         ("writes", r.write_latency),
     ] {
         row(name, l);
+    }
+    for (side, s) in [("", &o.device), ("SSD ", &o.ssd), ("HDD ", &o.hdd)] {
+        for line in s.iter().flat_map(crate::internals::lines) {
+            println!("  {side}{line}");
+        }
     }
     if let Some(h) = &o.hybrid {
         println!(

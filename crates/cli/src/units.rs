@@ -16,10 +16,26 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
-/// Parses a size argument (`4096`, `4k`, `64m`, `1 GiB`; binary multiples).
+/// `bytes` as [`human`], followed by the exact byte count where the
+/// readable form rounds (`465.7 GiB (500000000000 B)`).
+pub fn exact(bytes: u64) -> String {
+    let h = human(bytes);
+    if h.contains('.') {
+        format!("{h} ({bytes} B)")
+    } else {
+        h
+    }
+}
+
+/// Parses a size argument (`4096`, `4k`, `64m`, `1 GiB`, `300GB`): see
+/// [`flashkv_device::parse_size`] for which units are decimal.
 pub fn size(s: &str) -> Result<u64, String> {
-    flashkv_device::parse_size(s)
-        .map_err(|_| format!("'{s}' is not a size (use bytes or e.g. 4k, 64m, 1g)"))
+    flashkv_device::parse_size(s).map_err(|_| {
+        format!(
+            "'{s}' is not a size (bytes, or e.g. 4k, 64MiB, 300GB: {})",
+            flashkv_device::SIZE_UNITS
+        )
+    })
 }
 
 /// A size that must be greater than zero.
@@ -54,14 +70,22 @@ mod tests {
         assert_eq!(human(1 << 50), "1 PiB");
         assert_eq!(human(1 << 60), "1 EiB");
         assert_eq!(human(u64::MAX), "16.0 EiB");
+        assert_eq!(exact(4 << 40), "4 TiB");
+        assert_eq!(exact(500_000_000_000), "465.7 GiB (500000000000 B)");
     }
 
     #[test]
     fn size_arguments() {
         assert_eq!(size("64m"), Ok(64 << 20));
+        assert_eq!(size("300GB"), Ok(300_000_000_000));
+        assert_eq!(size("1GiB"), Ok(1 << 30));
         assert_eq!(
             size("abc"),
-            Err("'abc' is not a size (use bytes or e.g. 4k, 64m, 1g)".into())
+            Err(
+                "'abc' is not a size (bytes, or e.g. 4k, 64MiB, 300GB: KB, MB, GB, TB are \
+                 powers of 1000; KiB, MiB, GiB, TiB and k, m, g, t powers of 1024)"
+                    .into()
+            )
         );
         assert_eq!(nonzero_size("0"), Err("must be greater than zero".into()));
         assert_eq!(seconds("2.5"), Ok(2.5));

@@ -97,6 +97,43 @@ fn a_spec_missing_a_field_or_with_bad_power_is_a_usage_error() {
     }
 }
 
+/// Capacities are sold in decimal: "500 GB" is 5 × 10^11 bytes, and the
+/// profile's header gives a span that is no whole MiB exactly, not as
+/// a count of KiB; an FTL that cannot take such a capacity names the
+/// nearest that fits, and a bad size says which units are decimal.
+#[test]
+fn decimal_capacities_are_read_and_shown_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    let s = spec.to_str().unwrap();
+    for (capacity, shown) in [
+        ("500 GB", "span 465.7 GiB (500000000000 B)"),
+        ("499289944 KiB", "span 476.2 GiB (511272902656 B)"),
+        ("8 GiB", "span 8 GiB\n"),
+    ] {
+        std::fs::write(&spec, USER_SPEC.replace("8 GiB", capacity)).unwrap();
+        let o = flashkv(&["profile", "--spec", s, "--patterns", "rr", "--ops", "5"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(out.contains(shown), "{capacity}: {out}");
+    }
+    let ftl = "description = \"d\"\nsource = \"s\"\ncapacity = \"300 GB\"\n\
+        power = { active_mw = 1, idle_mw = 1 }\n[model]\nkind = \"ftl\"\nmapping = \"page\"\n\
+        page_size = \"4k\"\npages_per_block = 64\nread_us = 40\nprogram_us = 100\n\
+        erase_us = 1000\nhost_mb_per_s = 1000\n";
+    std::fs::write(&spec, ftl).unwrap();
+    assert_usage_error(
+        &["profile", "--spec", s],
+        "capacity 300000000000 B is not a multiple of page_size (4096 B): the nearest below is 299999997952 B",
+    );
+    std::fs::write(&spec, USER_SPEC.replace("8 GiB", "8 GX")).unwrap();
+    assert_usage_error(&["profile", "--spec", s], "GB, TB are powers of 1000");
+    assert_usage_error(
+        &["profile", "--device", "nvme", "--span", "1 GQ"],
+        "KB, MB, GB, TB are powers of 1000",
+    );
+}
+
 #[test]
 fn a_malformed_spec_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -292,6 +329,14 @@ fn replay_reports_counts_and_rejects_malformed_lines() {
             (v["read_bytes"].as_u64(), v["write_bytes"].as_u64()),
             (Some(8192), Some(4096))
         );
+        // The device's counters: a single device's, or each side's.
+        let dev = if target[0] == "--device" {
+            &v["device"]
+        } else {
+            &v["ssd"]
+        };
+        assert!(dev["nand_page_programs"].as_u64().is_some(), "{v}");
+        assert!(dev["translation_reads"].as_u64().is_some(), "{v}");
     }
     std::fs::write(
         &trace,
@@ -304,6 +349,151 @@ fn replay_reports_counts_and_rejects_malformed_lines() {
         ],
         "line 2",
     );
+}
+
+/// An FTL spec with a cached mapping table and a data cache: profile
+/// reports the translation reads, the cached writes and the multi-plane
+/// operations of each run, in JSON and in a table of its own.
+#[test]
+fn profile_reports_the_ftl_internals() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("caches.toml");
+    let text = "description = \"d\"\nsource = \"s\"\ncapacity = \"256 MiB\"\n\
+        power = { active_mw = 1, idle_mw = 1 }\n[model]\nkind = \"ftl\"\nmapping = \"page\"\n\
+        page_size = \"4k\"\npages_per_block = 64\nchannels = 2\ndies_per_channel = 2\n\
+        planes_per_die = 2\nread_us = 40\nprogram_us = 200\nerase_us = 2000\n\
+        host_mb_per_s = 1000\nwrite_cache = \"4 MiB\"\nmapping_cache = \"16 KiB\"\n";
+    std::fs::write(&spec, text).unwrap();
+    let s = spec.to_str().unwrap();
+    let args = [
+        "profile",
+        "--spec",
+        s,
+        "--patterns",
+        "rw",
+        "--block-sizes",
+        "4k",
+        "--ops",
+        "3000",
+    ];
+    let o = flashkv(&[&args[..], &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ftl = &rows[0]["ftl"];
+    // 64 translation pages, 4 in DRAM: random writes miss most lookups.
+    let reads = ftl["translation_reads"].as_u64().unwrap();
+    assert!(reads > 1000, "{ftl}");
+    assert_eq!(ftl["cache_writes"].as_u64(), Some(3000));
+    assert!(ftl["multi_plane_ops"].as_u64().unwrap() > 0, "{ftl}");
+    let o = flashkv(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("FTL internals per run") && out.contains("transl. reads"),
+        "{out}"
+    );
+    assert!(out.contains(&reads.to_string()), "{out}");
+}
+
+/// A pipe is read once: `--trace /dev/stdin` replays what it is given.
+#[test]
+fn replay_reads_a_piped_trace_once() {
+    use std::io::Write;
+    let trace = "128166372003061629,usr,0,Write,8192,4096,1331\n\
+                 128166372016853449,usr,0,Read,4096,8192,1200\n";
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["replay", "--trace", "/dev/stdin", "--format", "msr"])
+        .args(["--device", "nvme", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(trace.as_bytes()).unwrap();
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["records"].as_u64(), v["writes"].as_u64()),
+        (Some(2), Some(1))
+    );
+}
+
+/// --capacity sizes a hybrid's HDD (the hybrid's size) and --ssd-capacity
+/// its SSD, as --capacity sizes a single device.
+#[test]
+fn replay_sizes_a_hybrid() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(&trace, "128166372003061629,usr,0,Write,8192,4096,1331\n").unwrap();
+    let t = trace.to_str().unwrap();
+    let o = flashkv(&[
+        "replay",
+        "--trace",
+        t,
+        "--format",
+        "msr",
+        "--hybrid",
+        "ssd-lowend,hdd-7200",
+        "--capacity",
+        "100GB",
+        "--ssd-capacity",
+        "4GiB",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["capacity"].as_u64(), Some(100_000_000_000 / 4096 * 4096));
+    let o = flashkv(&[
+        "replay", "--trace", t, "--format", "msr", "--device", "nvme", "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["capacity"].as_u64(), Some(2 << 30));
+    assert_usage_error(
+        &[
+            "replay",
+            "--trace",
+            t,
+            "--format",
+            "msr",
+            "--device",
+            "nvme",
+            "--ssd-capacity",
+            "1g",
+        ],
+        "--hybrid",
+    );
+}
+
+/// A DiskSim trace whose timestamps are nanoseconds, read as the format's
+/// milliseconds, spans days for a fraction of a second of requests: the
+/// replay says so and names --time-unit ns.
+#[test]
+fn replay_warns_of_an_implausibly_slow_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.disksim");
+    let lines: String = (0..200u64)
+        .map(|i| format!("{} 0 {} 8 {}\n", i * 50_000, i * 8, i % 2))
+        .collect();
+    std::fs::write(&trace, lines).unwrap();
+    let t = trace.to_str().unwrap();
+    let args = [
+        "replay", "--trace", t, "--format", "disksim", "--device", "nvme",
+    ];
+    let o = flashkv(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // stderr also has the progress line of the finished replay.
+    let e = stderr(&o);
+    let warnings: Vec<&str> = e.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "{e}");
+    assert!(
+        warnings[0].contains("0.020 per second") && warnings[0].contains("--time-unit ns"),
+        "{e}"
+    );
+    let o = flashkv(&[&args[..], &["--time-unit", "ns"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
 #[test]

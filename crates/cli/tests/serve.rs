@@ -110,6 +110,10 @@ fn requests_round_trip_with_error_replies_and_exact_counters() {
         "one latency per request served"
     );
     assert_eq!(r["export"], "nvme");
+    // The device's counters: two pages, then one merged in part; no cache.
+    let d = &r["device"];
+    assert_eq!(count(d, "nand_page_programs"), 3, "{d}");
+    assert_eq!(count(d, "cache_writes") + count(d, "map_cache_misses"), 0);
     assert!(!server_socket(dir.path()).exists(), "the socket is removed");
 }
 

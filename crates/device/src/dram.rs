@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sim::{transfer_ns, us};
-use crate::spec::{de_size, require};
+use crate::spec::{de_size, require, require_multiple};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// Parameters of a DRAM SSD.
@@ -39,10 +39,7 @@ pub(crate) fn model(p: &DramParams, capacity: u64) -> Result<Box<dyn Model>> {
         p.sector_size.is_power_of_two() && p.sector_size <= 1 << 31,
         "dram: sector_size must be a power of two of at most 2 GiB",
     )?;
-    require(
-        capacity % p.sector_size == 0,
-        "dram: capacity must be a multiple of sector_size",
-    )?;
+    require_multiple("dram", capacity, p.sector_size, "sector_size")?;
     require(
         [p.read_mb_per_s, p.write_mb_per_s]
             .iter()

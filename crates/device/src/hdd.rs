@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::sim::{transfer_ns, us};
-use crate::spec::{de_size, require};
+use crate::spec::{de_size, require, require_multiple};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, QueuedIo, Result};
 use zones::Zone;
 
@@ -453,10 +453,7 @@ fn validate_zones(p: &HddParams) -> Result<()> {
 
 pub(crate) fn model(p: &HddParams, capacity: u64) -> Result<Box<dyn Model>> {
     validate(p)?;
-    require(
-        capacity % p.sector_size == 0,
-        "hdd: capacity must be a multiple of sector_size",
-    )?;
+    require_multiple("hdd", capacity, p.sector_size, "sector_size")?;
     let t2t_ms = p.seek_track_ms.unwrap_or(p.seek_avg_ms / 10.0);
     let full_ms = p.seek_full_ms.unwrap_or(p.seek_avg_ms * 2.2);
     require(

@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]
 
+mod array;
 mod dram;
 mod error;
 mod fault;
@@ -52,14 +53,14 @@ pub use dram::DramParams;
 pub use error::{DeviceError, Result};
 pub use fault::{FaultDevice, FaultPlan, Injected, Strike};
 pub use file::{punch_hole, FileDevice, FileOptions};
-pub use ftl::{FtlMapping, FtlParams};
+pub use ftl::{CachePolicy, FtlMapping, FtlParams};
 pub use hdd::HddParams;
 pub use latency::Latencies;
 pub use mem::MemDevice;
 pub use nand::{update_in_place, NandParams};
 pub use sim::{Model, SimDevice};
-pub use spec::{parse_size, DeviceSpec, ModelSpec, PowerSpec};
-pub use stats::{DeviceStats, EraseCounts, Wear};
+pub use spec::{parse_size, Calibration, DeviceSpec, Fit, ModelSpec, PowerSpec, SIZE_UNITS};
+pub use stats::{DeviceStats, EraseCounts, FtlCounters, Wear};
 pub use store::{free_space, DataStore};
 
 /// Virtual time in nanoseconds.

@@ -10,13 +10,13 @@
 //! timeline; the dies of a channel share its bus. Block `b` lives on die
 //! `b % (channels * dies_per_channel)`.
 //!
-//! [`NandArray`] (timelines and per-operation costs) is shared with the FTL
-//! models in `ftl.rs`.
+//! [`crate::array::NandArray`] (timelines and per-operation costs) is
+//! shared with the FTL models in `ftl.rs`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::sim::{transfer_ns, us};
-use crate::spec::{de_size, require};
+use crate::array::{page_pieces, size_erase_counts, ArraySpec, Cost, NandArray};
+use crate::spec::{de_size, require, require_multiple};
 use crate::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// Parameters of raw NAND flash.
@@ -66,319 +66,6 @@ pub(crate) fn one() -> u32 {
     1
 }
 
-/// A shared resource (a channel bus, a host link) as the intervals it is
-/// busy. A transfer takes the first gap long enough for it, so a request
-/// whose data is ready early is not held behind one submitted before it
-/// whose data is ready later.
-#[derive(Default)]
-pub(crate) struct Timeline {
-    busy: std::collections::VecDeque<(Nanos, Nanos)>,
-}
-
-impl Timeline {
-    /// Books `dur` at the earliest time at or after `t`; returns its start.
-    pub fn book(&mut self, t: Nanos, dur: Nanos) -> Nanos {
-        if dur == 0 {
-            return t;
-        }
-        let mut start = t;
-        let mut i = 0;
-        while i < self.busy.len() {
-            let (s, e) = self.busy[i];
-            if e <= start {
-                i += 1;
-                continue;
-            }
-            if s >= start + dur {
-                break;
-            }
-            start = e;
-            i += 1;
-        }
-        let end = start + dur;
-        debug_assert!(start >= t, "a booking never starts before it was asked for");
-        // Merge with touching neighbours to keep the list short.
-        let joins_prev = i > 0 && self.busy[i - 1].1 == start;
-        let joins_next = i < self.busy.len() && self.busy[i].0 == end;
-        match (joins_prev, joins_next) {
-            (true, true) => {
-                self.busy[i - 1].1 = self.busy[i].1;
-                self.busy.remove(i);
-            }
-            (true, false) => self.busy[i - 1].1 = end,
-            (false, true) => self.busy[i].0 = start,
-            (false, false) => self.busy.insert(i, (start, end)),
-        }
-        debug_assert!(self.ordered(), "busy intervals stay sorted and apart");
-        start
-    }
-
-    /// Whether the busy intervals are non-empty, sorted and disjoint.
-    fn ordered(&self) -> bool {
-        self.busy.iter().all(|&(s, e)| s < e)
-            && self
-                .busy
-                .iter()
-                .zip(self.busy.iter().skip(1))
-                .all(|(a, b)| a.1 < b.0)
-    }
-
-    /// Forgets intervals that end by `t`: nothing is booked before the
-    /// time of the command being served.
-    pub fn forget_before(&mut self, t: Nanos) {
-        while self.busy.front().is_some_and(|&(_, e)| e <= t) {
-            self.busy.pop_front();
-        }
-    }
-}
-
-/// The timing and energy side of a NAND array: dies with their own busy
-/// timelines, sharing channel buses. Used by the raw NAND and FTL models.
-pub(crate) struct NandArray {
-    channels: usize,
-    unit_free: Vec<Nanos>,
-    chans: Vec<Timeline>,
-    page_size: u64,
-    read_ns: Nanos,
-    program_ns: Nanos,
-    erase_ns: Nanos,
-    bus_mb_per_s: f64,
-    page_xfer_ns: Nanos,
-    read_nj: u64,
-    program_nj: u64,
-    erase_nj: u64,
-}
-
-/// The NAND side of a model's parameters, validated into a [`NandArray`].
-pub(crate) struct ArraySpec<'a> {
-    pub kind: &'a str,
-    pub page_size: u64,
-    pub pages_per_block: u64,
-    pub sector_size: u64,
-    pub read_us: f64,
-    pub program_us: f64,
-    pub erase_us: f64,
-    pub bus_mb_per_s: f64,
-    pub channels: u32,
-    pub dies_per_channel: u32,
-    pub read_uj: f64,
-    pub program_uj: f64,
-    pub erase_uj: f64,
-}
-
-fn non_negative(v: f64) -> bool {
-    v.is_finite() && v >= 0.0
-}
-
-fn nj(uj: f64) -> u64 {
-    (uj * 1000.0).round() as u64
-}
-
-impl ArraySpec<'_> {
-    pub fn build(&self) -> Result<NandArray> {
-        let k = self.kind;
-        require(
-            self.sector_size.is_power_of_two() && self.sector_size <= u64::from(u32::MAX / 2 + 1),
-            &format!("{k}: sector_size must be a power of two of at most 2 GiB"),
-        )?;
-        require(
-            self.page_size > 0 && self.page_size % self.sector_size == 0,
-            &format!("{k}: page_size must be a positive multiple of sector_size"),
-        )?;
-        require(
-            self.pages_per_block > 0,
-            &format!("{k}: pages_per_block must be at least 1"),
-        )?;
-        require(
-            self.channels > 0
-                && self.dies_per_channel > 0
-                && u64::from(self.channels) * u64::from(self.dies_per_channel) <= 1 << 16,
-            &format!("{k}: channels and dies_per_channel must be at least 1, with at most 65536 dies in all"),
-        )?;
-        require(
-            [self.read_us, self.program_us, self.erase_us]
-                .into_iter()
-                .all(non_negative),
-            &format!("{k}: read_us, program_us and erase_us must be finite and not negative"),
-        )?;
-        require(
-            non_negative(self.bus_mb_per_s),
-            &format!(
-                "{k}: bus_mb_per_s must be finite and not negative (0 = included in the op times)"
-            ),
-        )?;
-        require(
-            [self.read_uj, self.program_uj, self.erase_uj]
-                .into_iter()
-                .all(non_negative),
-            &format!("{k}: read_uj, program_uj and erase_uj must be finite and not negative"),
-        )?;
-        let units = self.channels as usize * self.dies_per_channel as usize;
-        let mut a = NandArray {
-            channels: self.channels as usize,
-            unit_free: vec![0; units],
-            chans: (0..self.channels).map(|_| Timeline::default()).collect(),
-            page_size: self.page_size,
-            read_ns: us(self.read_us),
-            program_ns: us(self.program_us),
-            erase_ns: us(self.erase_us),
-            bus_mb_per_s: self.bus_mb_per_s,
-            page_xfer_ns: 0,
-            read_nj: nj(self.read_uj),
-            program_nj: nj(self.program_uj),
-            erase_nj: nj(self.erase_uj),
-        };
-        a.page_xfer_ns = a.xfer(self.page_size);
-        Ok(a)
-    }
-}
-
-/// What an operation has cost so far: the span it kept resources busy and
-/// the NAND energy it used.
-pub(crate) struct Cost {
-    start: Nanos,
-    end: Nanos,
-    energy_nj: u64,
-}
-
-impl Cost {
-    pub fn new(at: Nanos) -> Self {
-        Cost {
-            start: Nanos::MAX,
-            end: at,
-            energy_nj: 0,
-        }
-    }
-
-    /// Records that a resource worked on the operation from `s` to `e`.
-    pub fn busy(&mut self, s: Nanos, e: Nanos) {
-        debug_assert!(s <= e, "busy from {s} to {e}: ends before it starts");
-        self.start = self.start.min(s);
-        self.end = self.end.max(e);
-    }
-
-    pub fn end(&self) -> Nanos {
-        self.end
-    }
-
-    pub fn completion(self) -> Completion {
-        debug_assert!(self.start == Nanos::MAX || self.start <= self.end);
-        Completion {
-            start: self.start.min(self.end),
-            end: self.end,
-            energy_nj: self.energy_nj,
-        }
-    }
-}
-
-impl NandArray {
-    pub fn units(&self) -> usize {
-        self.unit_free.len()
-    }
-
-    /// Called with the issue time of each command (issue times do not go back).
-    pub fn forget_before(&mut self, t: Nanos) {
-        for c in &mut self.chans {
-            c.forget_before(t);
-        }
-    }
-
-    fn xfer(&self, bytes: u64) -> Nanos {
-        if self.bus_mb_per_s == 0.0 {
-            0
-        } else if bytes == self.page_size && self.page_xfer_ns != 0 {
-            self.page_xfer_ns
-        } else {
-            transfer_ns(bytes, self.bus_mb_per_s)
-        }
-    }
-
-    /// Reads a page on `unit` no earlier than `t` and moves `bytes` of it
-    /// over the channel; returns when they are out.
-    pub fn read(
-        &mut self,
-        unit: usize,
-        t: Nanos,
-        bytes: u64,
-        st: &mut DeviceStats,
-        cost: &mut Cost,
-    ) -> Nanos {
-        debug_assert!(
-            bytes > 0 && bytes <= self.page_size,
-            "a read moves part of one page"
-        );
-        let c = unit % self.channels;
-        let s = t.max(self.unit_free[unit]);
-        let dur = self.xfer(bytes);
-        let e = self.chans[c].book(s + self.read_ns, dur) + dur;
-        debug_assert!(e >= s + self.read_ns);
-        self.unit_free[unit] = e;
-        st.nand_page_reads += 1;
-        cost.energy_nj += self.read_nj;
-        cost.busy(s, e);
-        e
-    }
-
-    /// Moves `bytes` over the channel to `unit` once they are available at
-    /// `t`, then programs the page; returns when the program is done.
-    pub fn program(
-        &mut self,
-        unit: usize,
-        t: Nanos,
-        bytes: u64,
-        st: &mut DeviceStats,
-        cost: &mut Cost,
-    ) -> Nanos {
-        debug_assert!(
-            bytes > 0 && bytes <= self.page_size,
-            "a program writes part of one page"
-        );
-        let c = unit % self.channels;
-        let dur = self.xfer(bytes);
-        let s = self.chans[c].book(t.max(self.unit_free[unit]), dur);
-        debug_assert!(s >= t, "a program starts once its data is there");
-        let e = s + dur + self.program_ns;
-        self.unit_free[unit] = e;
-        st.nand_page_programs += 1;
-        st.nand_program_bytes += bytes;
-        cost.energy_nj += self.program_nj;
-        cost.busy(s, e);
-        e
-    }
-
-    /// Copies a page within `unit` (copy-back: read then program, no bus).
-    pub fn copy(&mut self, unit: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
-        debug_assert!(unit < self.units(), "die {unit} of {}", self.units());
-        let s = t.max(self.unit_free[unit]);
-        let e = s + self.read_ns + self.program_ns;
-        self.unit_free[unit] = e;
-        st.nand_page_reads += 1;
-        st.nand_page_programs += 1;
-        st.nand_program_bytes += self.page_size;
-        cost.energy_nj += self.read_nj + self.program_nj;
-        cost.busy(s, e);
-        e
-    }
-
-    /// Erases a block on `unit` (counted by the caller, which knows the block).
-    pub fn erase(&mut self, unit: usize, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) -> Nanos {
-        debug_assert!(unit < self.units(), "die {unit} of {}", self.units());
-        let s = t.max(self.unit_free[unit]);
-        let e = s + self.erase_ns;
-        self.unit_free[unit] = e;
-        st.block_erases += 1;
-        cost.energy_nj += self.erase_nj;
-        cost.busy(s, e);
-        e
-    }
-}
-
-/// Sizes the per-block erase counters; the stats start empty and only a
-/// model knows how many blocks it has.
-pub(crate) fn size_erase_counts(st: &mut DeviceStats, blocks: usize) {
-    st.erase_counts.set_units(blocks as u64);
-}
-
 pub(crate) fn model(p: &NandParams, capacity: u64) -> Result<Box<dyn Model>> {
     let array = ArraySpec {
         kind: "nand",
@@ -397,9 +84,11 @@ pub(crate) fn model(p: &NandParams, capacity: u64) -> Result<Box<dyn Model>> {
     }
     .build()?;
     let block_bytes = p.page_size.saturating_mul(p.pages_per_block);
-    require(
-        capacity % block_bytes == 0,
-        "nand: capacity must be a multiple of the block size (page_size × pages_per_block)",
+    require_multiple(
+        "nand",
+        capacity,
+        block_bytes,
+        "the block size (page_size × pages_per_block)",
     )?;
     let sectors = capacity / p.sector_size;
     require(
@@ -457,27 +146,6 @@ impl RawNand {
     fn unit_of(&self, offset: u64) -> usize {
         ((offset / self.block_bytes) % self.array.units() as u64) as usize
     }
-}
-
-/// The pieces `[offset, offset+len)` falls into, one per page of
-/// `page_size` bytes: `(piece offset, piece length)`.
-pub(crate) fn page_pieces(
-    offset: u64,
-    len: u64,
-    page_size: u64,
-) -> impl Iterator<Item = (u64, u64)> {
-    assert!(page_size > 0, "pages have a size");
-    let end = offset + len;
-    let mut pos = offset;
-    std::iter::from_fn(move || {
-        (pos < end).then(|| {
-            let n = ((pos / page_size + 1) * page_size).min(end) - pos;
-            debug_assert!(n > 0 && n <= page_size);
-            let piece = (pos, n);
-            pos += n;
-            piece
-        })
-    })
 }
 
 impl Model for RawNand {

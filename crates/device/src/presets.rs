@@ -54,6 +54,37 @@ mod tests {
         }
     }
 
+    /// Every preset says what was fitted to which figure, what it predicts
+    /// or what it takes as given, and names only parameters it has.
+    #[test]
+    fn every_preset_says_what_was_fitted() {
+        for spec in super::all() {
+            let c = &spec.calibration;
+            assert!(
+                !c.is_empty(),
+                "{} says nothing of its calibration",
+                spec.name
+            );
+            let model = serde_json::to_value(&spec.model).unwrap();
+            for fit in &c.fitted {
+                assert!(!fit.figure.is_empty() && !fit.parameters.is_empty());
+                for p in &fit.parameters {
+                    assert!(
+                        model.get(p).is_some(),
+                        "{}: fitted parameter {p} is not a field of its model",
+                        spec.name
+                    );
+                }
+            }
+        }
+        let x25m = super::get("ssd-x25m").unwrap().calibration;
+        assert!(x25m.fitted_row("seed002", "sw") && !x25m.fitted_row("seed002", "rr"));
+        let dram = super::get("dram-ssd").unwrap().calibration;
+        assert!(dram.fitted_row("random_read", "4K") && !dram.fitted_row("random_read", "8K"));
+        let hdd = super::get("hdd-15k").unwrap().calibration;
+        assert!(hdd.fitted_row("random_write", "8K") && !hdd.fitted_row("random_read", "8K"));
+    }
+
     #[test]
     fn unknown_preset_lists_the_known_ones() {
         let e = super::get("nope").unwrap_err().to_string();

@@ -13,8 +13,10 @@
 //! # ... the fields of HddParams / NandParams / FtlParams / DramParams
 //! ```
 //! Times are in the unit their field names end in (`_us`, `_ms`), sizes are
-//! bytes or strings such as `"4k"`, `"128 KiB"`, `"36 GiB"` (binary
-//! multiples), rates are MB/s with MB = 10^6 bytes.
+//! bytes or strings such as `"4k"`, `"128 KiB"`, `"36 GiB"`, `"300 GB"`
+//! ([`parse_size`]: KB, MB, GB, TB are powers of 1000, as drives are sold;
+//! KiB, MiB, GiB, TiB and the bare letters k, m, g, t powers of 1024), and
+//! rates are MB/s with MB = 10^6 bytes.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::Path;
@@ -42,6 +44,62 @@ pub struct DeviceSpec {
     pub power: PowerSpec,
     /// The cost model and its parameters.
     pub model: ModelSpec,
+    /// Which parameters were set from which source figure, and which
+    /// figures the model then predicts (every preset says; optional in a
+    /// user's spec).
+    #[serde(default, skip_serializing_if = "Calibration::is_empty")]
+    pub calibration: Calibration,
+}
+
+/// What a device's numbers were set from. A parameter chosen so that the
+/// model reproduces a figure is *fitted* to it, and reproducing that figure
+/// then shows nothing; the figures no parameter was chosen by are what the
+/// model *predicts*; the rest of the parameters are *given* (datasheets,
+/// assumptions).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// Parameters set so that the model reproduces source figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fitted: Vec<Fit>,
+    /// Source figures no parameter was set from: held out, predicted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicts: Vec<String>,
+    /// Parameters taken as given: from datasheets or assumed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub given: Vec<String>,
+}
+
+/// Parameters fitted to a figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fit {
+    /// The spec fields set.
+    pub parameters: Vec<String>,
+    /// The figure they were set from, and its source.
+    pub figure: String,
+    /// The rows of a lab table the fit used, for the lab to mark: `"TABLE
+    /// ROW"` (e.g. `"random_read 4K"` of seed 004's tables) or `"TABLE"`
+    /// for all of a table's rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<String>,
+}
+
+impl Calibration {
+    /// Whether nothing is said (a user's spec may say nothing).
+    pub fn is_empty(&self) -> bool {
+        self.fitted.is_empty() && self.predicts.is_empty() && self.given.is_empty()
+    }
+
+    /// Whether some parameter was fitted to row `row` of lab table `table`.
+    pub fn fitted_row(&self, table: &str, row: &str) -> bool {
+        let whole = table.to_string();
+        let one = format!("{table} {row}");
+        self.fitted
+            .iter()
+            .flat_map(|f| &f.rows)
+            .any(|r| *r == whole || *r == one)
+    }
 }
 
 /// Power drawn while serving requests and while idle, in milliwatts.
@@ -177,12 +235,27 @@ impl DeviceSpec {
     }
 }
 
-/// Parses a size such as `4096`, `4k`, `128KiB`, `1m`, `36 GiB` (binary multiples).
+/// How sizes are read, for help texts and errors.
+pub const SIZE_UNITS: &str =
+    "KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB and k, m, g, t powers of 1024";
+
+/// Parses a size: bytes (`4096`), a decimal unit as drives are sold
+/// (`300 GB` = 300 × 10^9, `KB`, `MB`, `TB`), or a binary one (`36 GiB` =
+/// 36 × 2^30, `KiB`, `MiB`, `TiB`, and the bare letters `4k`, `1m`, `2g`,
+/// `1t`, as fio and dd read them). Case does not matter.
 pub fn parse_size(s: &str) -> Result<u64> {
-    parse_size::Config::new()
-        .with_binary()
-        .parse_size(s.trim())
-        .map_err(|e| DeviceError::BadInput(format!("invalid size '{s}': {e}")))
+    let t = s.trim();
+    let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &t[digits.len()..];
+    let bare_letter = unit.len() == 1 && !unit.eq_ignore_ascii_case("b");
+    let config = if bare_letter {
+        parse_size::Config::new().with_binary()
+    } else {
+        parse_size::Config::new()
+    };
+    config
+        .parse_size(t)
+        .map_err(|e| DeviceError::BadInput(format!("invalid size '{s}': {e} ({SIZE_UNITS})")))
 }
 
 /// Accepts a size as an integer or a string such as "4k".
@@ -203,6 +276,20 @@ fn one_line(s: &str) -> String {
     let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
     debug_assert!(!line.contains('\n'));
     line
+}
+
+/// Fails with a spec error, naming the nearest capacity that fits, unless
+/// `capacity` is a whole number of `unit`s (`what` says what a unit is).
+pub(crate) fn require_multiple(kind: &str, capacity: u64, unit: u64, what: &str) -> Result<()> {
+    debug_assert!(unit > 0, "{kind}: a unit of {unit} bytes");
+    let below = capacity / unit * unit;
+    require(
+        capacity % unit == 0,
+        &format!(
+            "{kind}: capacity {capacity} B is not a multiple of {what} ({unit} B): \
+             the nearest below is {below} B"
+        ),
+    )
 }
 
 /// Fails with a spec error unless `ok`.
@@ -265,5 +352,33 @@ mod tests {
     fn a_bad_size_names_the_value_without_a_spec_prefix() {
         let e = parse_size("abc").unwrap_err().to_string();
         assert!(e.starts_with("invalid size 'abc'"), "{e}");
+        assert!(e.contains("GB, TB are powers of 1000"), "{e}");
+    }
+
+    /// Drives are sold in decimal units: "300 GB" is 300 × 10^9 bytes, not
+    /// GiB; the binary units and fio's bare letters stay binary.
+    #[test]
+    fn decimal_and_binary_units_are_told_apart() {
+        for (text, bytes) in [
+            ("300 GB", 300_000_000_000u64),
+            ("4 TB", 4_000_000_000_000),
+            ("512gb", 512_000_000_000),
+            ("128 KB", 128_000),
+            ("1 MB", 1_000_000),
+            ("36 GiB", 36 << 30),
+            ("4 TiB", 4 << 40),
+            ("128 KiB", 128 << 10),
+            ("4k", 4096),
+            ("64m", 64 << 20),
+            ("1g", 1 << 30),
+            ("2T", 2 << 40),
+            ("4096", 4096),
+            ("512 B", 512),
+        ] {
+            assert_eq!(parse_size(text).unwrap(), bytes, "{text}");
+        }
+        let spec = FULL.replace("\"1 GiB\"", "\"300 GB\"");
+        let spec = DeviceSpec::from_user_toml(&spec, "t").unwrap();
+        assert_eq!(spec.capacity, 300_000_000_000);
     }
 }

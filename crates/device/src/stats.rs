@@ -34,9 +34,104 @@ pub struct DeviceStats {
     /// Energy in nanojoules: per-operation energy plus active power while busy.
     /// Idle power is added by [`DeviceStats::energy_with_idle_nj`].
     pub energy_nj: u64,
+    /// What an FTL's merges, mapping cache, data cache and planes did.
+    #[serde(flatten)]
+    pub ftl: FtlCounters,
     /// Erase counts of the erase units (physical blocks), for wear.
     #[serde(skip_serializing_if = "EraseCounts::is_empty")]
     pub erase_counts: EraseCounts,
+}
+
+/// Counters of an FTL's internals (zero on devices without them). The NAND
+/// work they stand for is also in the NAND counters of [`DeviceStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct FtlCounters {
+    /// Log-block FTLs: a log block written in order and in full became the
+    /// data block (one erase, no copy).
+    pub switch_merges: u64,
+    /// Log-block FTLs: a log block written in order but not in full got the
+    /// rest of its pages copied from where they were and became the data
+    /// block.
+    pub partial_merges: u64,
+    /// Log-block FTLs: every page of a logical block gathered into a fresh
+    /// block.
+    pub full_merges: u64,
+    /// Cached mapping table: map lookups and updates that found their
+    /// translation page in DRAM.
+    pub map_cache_hits: u64,
+    /// Cached mapping table: lookups and updates that did not.
+    pub map_cache_misses: u64,
+    /// Translation pages read from flash (a miss on a page flash holds, and
+    /// garbage collection updating a page not in DRAM).
+    pub translation_reads: u64,
+    /// Translation pages programmed (a dirty page evicted or updated by
+    /// garbage collection; garbage collection moving one counts as a GC move).
+    pub translation_writes: u64,
+    /// Data cache: host pages written into it.
+    pub cache_writes: u64,
+    /// Data cache: host pages written over a copy not yet destaged (one
+    /// program saved each).
+    pub cache_write_hits: u64,
+    /// Data cache: host pages read from it instead of flash.
+    pub cache_read_hits: u64,
+    /// Data cache: pages programmed from it to flash.
+    pub cache_destages: u64,
+    /// Reads, programs and erases done on two or more planes of a die at once.
+    pub multi_plane_ops: u64,
+}
+
+impl FtlCounters {
+    /// Share of mapping-cache lookups that hit (1.0 when there were none).
+    pub fn map_hit_ratio(&self) -> f64 {
+        let n = self.map_cache_hits + self.map_cache_misses;
+        if n == 0 {
+            1.0
+        } else {
+            self.map_cache_hits as f64 / n as f64
+        }
+    }
+
+    /// Every counter of `self` plus `other`'s (two devices' internals).
+    pub fn plus(&self, o: &FtlCounters) -> FtlCounters {
+        FtlCounters {
+            switch_merges: self.switch_merges + o.switch_merges,
+            partial_merges: self.partial_merges + o.partial_merges,
+            full_merges: self.full_merges + o.full_merges,
+            map_cache_hits: self.map_cache_hits + o.map_cache_hits,
+            map_cache_misses: self.map_cache_misses + o.map_cache_misses,
+            translation_reads: self.translation_reads + o.translation_reads,
+            translation_writes: self.translation_writes + o.translation_writes,
+            cache_writes: self.cache_writes + o.cache_writes,
+            cache_write_hits: self.cache_write_hits + o.cache_write_hits,
+            cache_read_hits: self.cache_read_hits + o.cache_read_hits,
+            cache_destages: self.cache_destages + o.cache_destages,
+            multi_plane_ops: self.multi_plane_ops + o.multi_plane_ops,
+        }
+    }
+
+    /// Every counter of `self` less `before`'s (what happened since).
+    pub fn since(&self, b: &FtlCounters) -> FtlCounters {
+        FtlCounters {
+            switch_merges: self.switch_merges - b.switch_merges,
+            partial_merges: self.partial_merges - b.partial_merges,
+            full_merges: self.full_merges - b.full_merges,
+            map_cache_hits: self.map_cache_hits - b.map_cache_hits,
+            map_cache_misses: self.map_cache_misses - b.map_cache_misses,
+            translation_reads: self.translation_reads - b.translation_reads,
+            translation_writes: self.translation_writes - b.translation_writes,
+            cache_writes: self.cache_writes - b.cache_writes,
+            cache_write_hits: self.cache_write_hits - b.cache_write_hits,
+            cache_read_hits: self.cache_read_hits - b.cache_read_hits,
+            cache_destages: self.cache_destages - b.cache_destages,
+            multi_plane_ops: self.multi_plane_ops - b.multi_plane_ops,
+        }
+    }
+
+    /// Whether every counter is zero (a device without these internals).
+    pub fn is_zero(&self) -> bool {
+        *self == FtlCounters::default()
+    }
 }
 
 /// Erase counts per erase unit, kept only for units erased at least once,

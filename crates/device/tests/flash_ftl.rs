@@ -184,6 +184,19 @@ fn bad_ftl_specs_are_one_line_errors() {
     assert!(
         bad("mapping = \"page\"\nchannels = 100000\ndies_per_channel = 100000").contains("65536")
     );
+    // The DRAM-side features are the page FTL's, and must make sense.
+    let e = bad("mapping = \"bast\"\nwrite_cache = \"1m\"\nover_provisioning = 0.5");
+    assert!(e.contains("apply to mapping = \"page\""), "{e}");
+    assert!(bad("mapping = \"page\"\nplanes_per_die = 0").contains("planes_per_die"));
+    assert!(bad("mapping = \"page\"\nplanes_per_die = 65").contains("planes_per_die"));
+    assert!(bad("mapping = \"page\"\nwrite_cache = 512").contains("write_cache"));
+    assert!(bad("mapping = \"page\"\nmapping_cache = 100").contains("mapping_cache"));
+    assert!(bad("mapping = \"page\"\ncache_mb_per_s = 0").contains("cache_mb_per_s"));
+    let e = bad("mapping = \"page\"\nwrite_cache_policy = \"sometimes\"");
+    assert!(
+        e.contains("write-back") && e.contains("write-through"),
+        "{e}"
+    );
 }
 
 proptest! {

@@ -531,6 +531,7 @@ impl BlockDevice for HybridDevice {
             nand_program_bytes: a.nand_program_bytes + b.nand_program_bytes,
             busy_ns: a.busy_ns + b.busy_ns,
             energy_nj: a.energy_nj + b.energy_nj,
+            ftl: a.ftl.plus(&b.ftl),
             erase_counts: a.erase_counts,
             ..self.host.clone()
         }

@@ -464,6 +464,7 @@ mod tests {
             max_latency_us: 0.0,
             energy_uj_per_op: 2.0,
             erases: 0,
+            ftl: Default::default(),
         };
         let rows = [row(4096, 10.0), row(65536, 95.0), row(1 << 20, 100.0)];
         let a = pattern_advice(
@@ -530,6 +531,7 @@ mod tests {
                 max_latency_us: 1.0,
                 energy_uj_per_op: 0.0,
                 erases: 0,
+                ftl: Default::default(),
             });
         }
         let o = AdviceOptions {

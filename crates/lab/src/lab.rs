@@ -67,13 +67,16 @@ pub enum Experiment {
     Hybrid,
     /// Simulator speed and memory on 64 GiB to 4 TiB devices.
     SimScale,
+    /// The page FTL's data cache, mapping cache and planes against their
+    /// closed forms.
+    SsdInternals,
     /// Unmodified PostgreSQL (pgbench) on drives served over NBD: run only
     /// when named, it needs root, FUSE and PostgreSQL.
     Pgbench,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 7] = [
+    pub const ALL: [Experiment; 8] = [
         Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
@@ -81,10 +84,11 @@ impl Experiment {
         Experiment::Advisor,
         Experiment::Hybrid,
         Experiment::SimScale,
+        Experiment::SsdInternals,
     ];
 
     /// Every experiment: the default run, then those run only when named.
-    pub const KNOWN: [Experiment; 8] = [
+    pub const KNOWN: [Experiment; 9] = [
         Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
@@ -92,6 +96,7 @@ impl Experiment {
         Experiment::Advisor,
         Experiment::Hybrid,
         Experiment::SimScale,
+        Experiment::SsdInternals,
         Experiment::Pgbench,
     ];
 
@@ -105,6 +110,7 @@ impl Experiment {
             Experiment::Hybrid => "hybrid",
             Experiment::SimScale => "sim-scale",
             Experiment::Pgbench => "pgbench",
+            Experiment::SsdInternals => "ssd-internals",
         }
     }
 
@@ -124,6 +130,7 @@ impl Experiment {
             Experiment::Hybrid => crate::hybrid::points(quick),
             Experiment::SimScale => crate::sim_scale::points(),
             Experiment::Pgbench => crate::pgbench::points(),
+            Experiment::SsdInternals => crate::internals::points(),
         }
     }
 
@@ -139,6 +146,7 @@ impl Experiment {
             Experiment::Hybrid => crate::hybrid::run_point(params, opts),
             Experiment::SimScale => crate::sim_scale::run_point(params, opts),
             Experiment::Pgbench => crate::pgbench::run_point(params, opts),
+            Experiment::SsdInternals => crate::internals::run_point(params, opts),
         }
     }
 
@@ -154,6 +162,7 @@ impl Experiment {
             Experiment::Hybrid => crate::hybrid::report(opts, outputs),
             Experiment::SimScale => crate::sim_scale::report(opts, outputs),
             Experiment::Pgbench => crate::pgbench::report(opts, outputs),
+            Experiment::SsdInternals => crate::internals::report(opts, outputs),
         }
     }
 

@@ -9,6 +9,7 @@ mod advisor_lab;
 pub mod buffer;
 pub mod cache;
 pub mod hybrid;
+pub mod internals;
 pub mod ipl;
 pub mod lab;
 pub mod oltp;

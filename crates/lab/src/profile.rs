@@ -17,7 +17,8 @@ use std::collections::BinaryHeap;
 use std::fmt;
 
 use flashkv_device::{
-    update_in_place, BlockDevice, Completion, DeviceError, DeviceStats, Latencies, Nanos, QueuedIo,
+    update_in_place, BlockDevice, Completion, DeviceError, DeviceStats, FtlCounters, Latencies,
+    Nanos, QueuedIo,
 };
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -108,6 +109,10 @@ pub struct ProfileRow {
     pub max_latency_us: f64,
     pub energy_uj_per_op: f64,
     pub erases: u64,
+    /// What the FTL's merges, mapping cache, data cache and planes did
+    /// during the measured requests (all zero elsewhere).
+    #[serde(default)]
+    pub ftl: FtlCounters,
 }
 
 /// Why a run could not be made.
@@ -378,6 +383,7 @@ fn row(
         max_latency_us: us(latencies.max()),
         energy_uj_per_op: (after.energy_nj - before.energy_nj) as f64 / n / 1e3,
         erases: after.block_erases - before.block_erases,
+        ftl: after.ftl.since(&before.ftl),
     }
 }
 

@@ -201,6 +201,9 @@ impl Report {
                 d.seconds
             ));
         }
+        for line in crate::internals::lines(&self.device) {
+            say(format_args!("  {line}"));
+        }
     }
 }
 

@@ -4,13 +4,17 @@
 //! A log block written in order and in full becomes the data block (switch
 //! merge); one that fills otherwise, or that is the oldest when a logical
 //! block without one needs a log block, is merged with its data block into
-//! a fresh block (full merge).
+//! a fresh block (full merge). With partial merges on, an evicted log block
+//! written in order from the block's first page but not to its end gets the
+//! rest copied in from the data block and becomes the data block (partial
+//! merge, as Lee et al.'s FAST paper and Gupta et al.'s DFTL paper describe
+//! it for log-block FTLs).
 
 use std::collections::VecDeque;
 
 use super::logblock::{Core, Scheme};
 use super::map::NONE;
-use crate::nand::Cost;
+use crate::array::Cost;
 use crate::{DeviceStats, Nanos, Result};
 
 /// A log block and the logical block it belongs to.
@@ -31,15 +35,18 @@ pub(super) struct Bast {
     max: usize,
     /// Oldest first. Few (the spec's `log_blocks`), so looked up linearly.
     logs: VecDeque<Log>,
+    /// Whether an in-order log block that is not full merges partially.
+    partial: bool,
 }
 
 impl Bast {
-    pub fn new(log_blocks: u32, bp: u32) -> Self {
+    pub fn new(log_blocks: u32, bp: u32, partial: bool) -> Self {
         assert!(log_blocks >= 1 && bp >= 1, "a log block of at least a page");
         Bast {
             bp,
             max: log_blocks as usize,
             logs: VecDeque::new(),
+            partial,
         }
     }
 
@@ -58,6 +65,10 @@ impl Bast {
     ) -> Result<()> {
         if log.in_order && log.used == core.bp {
             core.switch(log.lb, log.pb, t, st, cost);
+        } else if log.in_order && self.partial {
+            // Out of the log already: the rest of the block is found in
+            // its data block.
+            core.partial_merge(log.lb, log.pb, log.used, &*self, t, st, cost);
         } else {
             // The log still lists `log` while the merge gathers its pages.
             self.logs.push_front(log);

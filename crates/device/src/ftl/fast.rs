@@ -4,15 +4,17 @@
 //! starts at a logical block's first page; every other write goes to a
 //! shared pool of random log blocks, filled one after another. The
 //! sequential block switches when the run fills it and is fully merged when
-//! another run starts; when the pool is full, its oldest block is reclaimed
-//! by a full merge of every logical block it holds a live page of.
+//! another run starts (partially, with partial merges on: the rest of the
+//! block is copied in after the run and the sequential block becomes the
+//! data block); when the pool is full, its oldest block is reclaimed by a
+//! full merge of every logical block it holds a live page of.
 
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
 
 use super::logblock::{Core, Scheme};
-use crate::nand::Cost;
+use crate::array::Cost;
 use crate::{DeviceStats, Nanos, Result};
 
 /// A random log block: the logical page each of its pages was written for.
@@ -37,10 +39,12 @@ pub(super) struct Fast {
     seq: Option<Sequential>,
     /// Logical page -> the log page holding its latest copy.
     copies: FxHashMap<u32, u32>,
+    /// Whether a sequential block cut short merges partially.
+    partial: bool,
 }
 
 impl Fast {
-    pub fn new(log_blocks: u32) -> Self {
+    pub fn new(log_blocks: u32, partial: bool) -> Self {
         assert!(
             log_blocks >= 2,
             "one sequential log block and at least one random"
@@ -50,7 +54,34 @@ impl Fast {
             random: VecDeque::new(),
             seq: None,
             copies: FxHashMap::default(),
+            partial,
         }
+    }
+
+    /// Ends the sequential block of `s.lb` before its run is complete:
+    /// partially merged (the rest copied in from wherever its latest copy
+    /// is) when partial merges are on, else merged in full.
+    fn close_run(
+        &mut self,
+        core: &mut Core,
+        s: Sequential,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) -> Result<()> {
+        if !self.partial {
+            return self.merge(core, s.lb, t, st, cost);
+        }
+        self.seq = None;
+        core.partial_merge(s.lb, s.pb, s.next, &*self, t, st, cost);
+        // The block's pages are the data block's now: copies in it, and
+        // the log copies of the pages copied after the run, are no longer
+        // in a log. Newer copies of the run's pages stay.
+        let (base, bp) = (s.pb * core.bp, core.bp);
+        let rest = s.lb * bp + s.next..(s.lb + 1) * bp;
+        self.copies
+            .retain(|lpn, p| !(base..base + bp).contains(p) && !rest.contains(lpn));
+        Ok(())
     }
 
     /// Full merge of `lb`: its log copies are gathered, so they die, and a
@@ -150,7 +181,7 @@ impl Fast {
             return Ok(None);
         }
         if let Some(s) = self.seq {
-            self.merge(core, s.lb, t, st, cost)?;
+            self.close_run(core, s, t, st, cost)?;
             debug_assert_eq!(core.check(&*self), Ok(()));
         }
         debug_assert!(self.seq.is_none(), "one sequential log block at a time");

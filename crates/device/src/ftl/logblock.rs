@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use super::map::NONE;
 use super::{internal, Front};
-use crate::nand::{page_pieces, size_erase_counts, Cost, NandArray};
+use crate::array::{page_pieces, size_erase_counts, Cost, NandArray};
 use crate::{Completion, DeviceStats, Geometry, Model, Nanos, Result};
 
 /// A scheme's bookkeeping of its log blocks.
@@ -36,15 +36,6 @@ pub(super) trait Scheme: Send + Sync {
     fn check(&self, core: &Core) -> std::result::Result<(), String>;
 }
 
-/// Merges done so far, by kind.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Merges {
-    /// A log block written in order, in full, became the data block.
-    pub switch: u64,
-    /// Every page gathered from the log and the data block into a fresh block.
-    pub full: u64,
-}
-
 /// Ganged blocks, the data-block map and the free pool.
 pub(super) struct Core {
     pub front: Front,
@@ -57,7 +48,6 @@ pub(super) struct Core {
     /// Logical block -> data block (NONE: never merged, reads as zeros).
     data: Vec<u32>,
     free: VecDeque<u32>,
-    pub merges: Merges,
     dev_free: Nanos,
     /// Test shadow of the flash contents: physical page -> the host write
     /// (numbered from 1) whose data it holds.
@@ -79,7 +69,6 @@ impl Core {
             blocks,
             data: vec![NONE; logical as usize],
             free: (0..blocks as u32).collect(),
-            merges: Merges::default(),
             dev_free: 0,
             #[cfg(test)]
             stamps: Default::default(),
@@ -192,7 +181,7 @@ impl Core {
                 self.copy(src, fresh * self.bp + k, t, st, cost);
             }
         }
-        self.merges.full += 1;
+        st.ftl.full_merges += 1;
         self.replace(lb, fresh, t, st, cost);
         Ok(())
     }
@@ -200,7 +189,33 @@ impl Core {
     /// Switch merge: log block `pb`, written in order in full, becomes the
     /// data block of `lb`; the old one is erased.
     pub fn switch(&mut self, lb: u32, pb: u32, t: Nanos, st: &mut DeviceStats, cost: &mut Cost) {
-        self.merges.switch += 1;
+        st.ftl.switch_merges += 1;
+        self.replace(lb, pb, t, st, cost);
+    }
+
+    /// Partial merge: log block `pb` holds pages `0..from` of `lb` in order;
+    /// the pages after them that have a copy (as `s` finds it: the caller
+    /// has taken `pb` out of its log) are copied into their places, and
+    /// `pb` becomes the data block; the old one is erased.
+    #[allow(clippy::too_many_arguments)]
+    pub fn partial_merge(
+        &mut self,
+        lb: u32,
+        pb: u32,
+        from: u32,
+        s: &dyn Scheme,
+        t: Nanos,
+        st: &mut DeviceStats,
+        cost: &mut Cost,
+    ) {
+        debug_assert!(from < self.bp, "a full log block switches");
+        for k in from..self.bp {
+            if let Some(src) = self.current(lb * self.bp + k, s) {
+                debug_assert_ne!(src / self.bp, pb, "the log block holds only 0..from");
+                self.copy(src, pb * self.bp + k, t, st, cost);
+            }
+        }
+        st.ftl.partial_merges += 1;
         self.replace(lb, pb, t, st, cost);
     }
 
@@ -368,16 +383,24 @@ mod tests {
     }
 
     fn bast(logs: u32) -> LogFtl<Bast> {
+        bast_with(logs, true)
+    }
+
+    fn bast_with(logs: u32, partial: bool) -> LogFtl<Bast> {
         LogFtl {
             core: core(logs),
-            scheme: Bast::new(logs, 16),
+            scheme: Bast::new(logs, 16, partial),
         }
     }
 
     fn fast(logs: u32) -> LogFtl<Fast> {
+        fast_with(logs, true)
+    }
+
+    fn fast_with(logs: u32, partial: bool) -> LogFtl<Fast> {
         LogFtl {
             core: core(logs),
-            scheme: Fast::new(logs),
+            scheme: Fast::new(logs, partial),
         }
     }
 
@@ -477,12 +500,10 @@ mod tests {
         assert_eq!(st.nand_page_reads - before.nand_page_reads, 16);
         assert_eq!(st.nand_page_programs - before.nand_page_programs, 17);
         assert_eq!(st.block_erases - before.block_erases, 4);
+        let m = &st.ftl;
         assert_eq!(
-            f.core.merges,
-            Merges {
-                switch: 16,
-                full: 1
-            }
+            (m.switch_merges, m.partial_merges, m.full_merges),
+            (16, 0, 1)
         );
     }
 
@@ -504,13 +525,62 @@ mod tests {
         assert_eq!(st.nand_page_reads - before.nand_page_reads, 32);
         assert_eq!(st.nand_page_programs - before.nand_page_programs, 33);
         assert_eq!(st.block_erases - before.block_erases, 6);
+        let m = &st.ftl;
         assert_eq!(
-            f.core.merges,
-            Merges {
-                switch: 16,
-                full: 2
-            }
+            (m.switch_merges, m.partial_merges, m.full_merges),
+            (16, 0, 2)
         );
+    }
+
+    /// A log block written in order from the block's first page, cut short:
+    /// a partial merge copies the rest in and erases the old data block
+    /// only; without partial merges it is merged in full.
+    #[test]
+    fn an_in_order_log_block_cut_short_merges_partially() {
+        for partial in [true, false] {
+            let mut f = bast_with(1, partial);
+            let mut st = DeviceStats::default();
+            f.write(0, 0, 1 << 20, &mut st).unwrap();
+            f.write(0, 0, 3 * 4096, &mut st).unwrap(); // pages 0..3 of block 0
+            let before = st.clone();
+            f.write(0, 65536 + 4096, 4096, &mut st).unwrap(); // evicts it
+            let (moves, erases, merges) = if partial {
+                // 13 pages copied into the log block; the old data block
+                // erased on both dies.
+                (13, 2, (0, 1, 0))
+            } else {
+                // 16 pages into a fresh block; data and log block erased.
+                (16, 4, (0, 0, 1))
+            };
+            let d = st.ftl.since(&before.ftl);
+            assert_eq!(st.gc_page_moves - before.gc_page_moves, moves);
+            assert_eq!(st.block_erases - before.block_erases, erases);
+            assert_eq!((d.switch_merges, d.partial_merges, d.full_merges), merges);
+            f.check_invariants().unwrap();
+        }
+        for partial in [true, false] {
+            let mut f = fast_with(2, partial);
+            let mut st = DeviceStats::default();
+            f.write(0, 0, 1 << 20, &mut st).unwrap();
+            f.write(0, 3 * 65536, 5 * 4096, &mut st).unwrap(); // a run in block 3
+            f.write(0, 3 * 65536 + 4096, 4096, &mut st).unwrap(); // a newer page 1
+            let before = st.clone();
+            f.write(0, 5 * 65536, 4096, &mut st).unwrap(); // a run in block 5
+            let d = st.ftl.since(&before.ftl);
+            let (moves, merges) = if partial {
+                (11, (0, 1, 0))
+            } else {
+                (16, (0, 0, 1))
+            };
+            assert_eq!(st.gc_page_moves - before.gc_page_moves, moves);
+            assert_eq!((d.switch_merges, d.partial_merges, d.full_merges), merges);
+            f.check_invariants().unwrap();
+            // After a partial merge page 1's latest copy is still the
+            // random log's; a full merge gathered it.
+            let p1 = f.core.current(3 * 16 + 1, &f.scheme).unwrap();
+            let in_log = f.scheme.log_copy(3 * 16 + 1) == Some(p1);
+            assert_eq!(in_log, partial);
+        }
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub fn run(
         // A file has no energy meter or erase counter.
         energy_uj_per_op: 0.0,
         erases: 0,
+        ftl: Default::default(),
     })
 }
 
