@@ -18,7 +18,13 @@ fn lab_hybrid_writes_rows_files_and_plots() {
     let key = |r: &serde_json::Value| {
         let b = |k: &str| r[k].as_bool().unwrap();
         let c = r["config"].as_str().unwrap().to_string();
-        (c, r["seed"].as_u64().unwrap(), b("writer"), b("promote"), b("log_disk"))
+        (
+            c,
+            r["seed"].as_u64().unwrap(),
+            b("writer"),
+            b("promote"),
+            b("log_disk"),
+        )
     };
     let keys: Vec<_> = rows.iter().map(key).collect();
     // The seed's configuration over two seeds, the same without the
@@ -41,7 +47,8 @@ fn lab_hybrid_writes_rows_files_and_plots() {
     }
     // The headline's flush policy is the hybrid crate's default, and the
     // grid's eight others differ from it and from each other.
-    let policy = |r: &serde_json::Value| (r["idle_threshold_ns"].as_u64(), r["round_bytes"].as_u64());
+    let policy =
+        |r: &serde_json::Value| (r["idle_threshold_ns"].as_u64(), r["round_bytes"].as_u64());
     let mut grid: Vec<_> = rows[16..].iter().map(policy).collect();
     grid.push(policy(&rows[2]));
     grid.sort_unstable();
@@ -82,8 +89,18 @@ fn lab_hybrid_writes_rows_files_and_plots() {
     let claims = claims.as_array().unwrap();
     assert_eq!(claims.len(), 3);
     for c in claims {
-        assert_eq!((&c["checked"], &c["reproduced"]), (&false.into(), &false.into()), "{c}");
-        assert!(c["why"].as_str().unwrap().starts_with("this scale is too small to judge it"), "{c}");
+        assert_eq!(
+            (&c["checked"], &c["reproduced"]),
+            (&false.into(), &false.into()),
+            "{c}"
+        );
+        assert!(
+            c["why"]
+                .as_str()
+                .unwrap()
+                .starts_with("this scale is too small to judge it"),
+            "{c}"
+        );
     }
     assert!(!summary.contains("FAILS"), "{summary}");
     let mean = |i: usize| (tps[i] + tps[i + 3]) / 2.0;

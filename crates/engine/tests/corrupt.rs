@@ -155,14 +155,7 @@ fn scan_matches(what: &str, db: &Db, m: &Model) -> bool {
 /// One attempt at a case: the seed's workload and options, the fault plan's
 /// seed moved by `attempt`; returns whether the fault struck (while the
 /// workload ran, or while recovery read what it left).
-fn case(
-    seed: u64,
-    attempt: u64,
-    kind: StoreKind,
-    nand: bool,
-    fault: Fault,
-    reopen: bool,
-) -> bool {
+fn case(seed: u64, attempt: u64, kind: StoreKind, nand: bool, fault: Fault, reopen: bool) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
     let frames = [1, 2, 8][rng.gen_range(0..3)];
     let n = rng.gen_range(40..120);

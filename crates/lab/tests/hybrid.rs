@@ -48,7 +48,10 @@ fn the_seeds_configuration_over_ten_seeds() {
     for seed in 1..=10 {
         let tps = |c| measure(c, small(), seed).unwrap().row.tps;
         let (hdd, ssd, hybrid) = (tps(Config::Hdd), tps(Config::Ssd), tps(Config::Hybrid));
-        for (v, r) in ratios.iter_mut().zip([hybrid / hdd, hybrid / ssd, ssd / hdd]) {
+        for (v, r) in ratios
+            .iter_mut()
+            .zip([hybrid / hdd, hybrid / ssd, ssd / hdd])
+        {
             v.push(r);
         }
         eprintln!(
@@ -61,7 +64,10 @@ fn the_seeds_configuration_over_ten_seeds() {
     let [hybrid_hdd, hybrid_ssd, ssd_hdd] = ratios.map(|v| Spread::of(&v));
     eprintln!("hybrid/HDD {hybrid_hdd:?}\nhybrid/SSD {hybrid_ssd:?}\nSSD/HDD {ssd_hdd:?}");
     assert_eq!(hybrid_hdd.n, 10);
-    assert!(hybrid_hdd.all_within(3.0, 0.3), "hybrid / HDD {hybrid_hdd:?}");
+    assert!(
+        hybrid_hdd.all_within(3.0, 0.3),
+        "hybrid / HDD {hybrid_hdd:?}"
+    );
 }
 
 /// Promotion (beyond the seed) adds to the hybrid's lead.

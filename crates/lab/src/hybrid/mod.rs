@@ -23,9 +23,9 @@ mod record;
 mod report;
 
 pub use measure::{measure, measure_on, seed_policy, Setup};
-pub use report::Spread;
 pub use record::{Io, Recorder, Shared, SharedTrace};
 pub use report::Digest;
+pub use report::Spread;
 
 /// The seed's Table 1, transactions per second.
 pub const SEED_TPS: [(Config, f64); 3] = [
@@ -279,7 +279,10 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
     }
     let size = Size::of(opts.quick);
     let seed = opts.seed.wrapping_add(p.run);
-    opts.progress(&format!("hybrid: TPC-C-like on {}, seed {seed}", p.config.name()));
+    opts.progress(&format!(
+        "hybrid: TPC-C-like on {}, seed {seed}",
+        p.config.name()
+    ));
     let lowend = presets::get("ssd-lowend")?;
     let policy = flashkv_hybrid::Options {
         promote: p.promote,
@@ -301,7 +304,8 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
     };
     let run = measure_on(p.config, size, seed, setup)?;
     let d = flashkv_hybrid::Options::default();
-    let headline = p.writer && (p.idle_threshold_ns, p.round_bytes) == (d.idle_threshold_ns, d.round_bytes);
+    let headline =
+        p.writer && (p.idle_threshold_ns, p.round_bytes) == (d.idle_threshold_ns, d.round_bytes);
     Ok(Output {
         rows: vec![points::raw(&run.row)?],
         detail: Some(points::raw(&Digest::of(&run, p.run == 0 && headline))?),

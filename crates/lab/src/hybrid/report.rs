@@ -229,7 +229,10 @@ impl Spread {
 
     /// The mean and every value within `tol` of `target`.
     pub fn all_within(&self, target: f64, tol: f64) -> bool {
-        self.n > 0 && [self.mean, self.min, self.max].iter().all(|&v| within(v, target, tol))
+        self.n > 0
+            && [self.mean, self.min, self.max]
+                .iter()
+                .all(|&v| within(v, target, tol))
     }
 
     /// `2.84x (2.77–2.90)`.
@@ -424,7 +427,11 @@ fn sensitivity_table(runs: &[Measured], grid: &[Measured]) -> Table {
         b => format!("{} MiB", b >> 20),
     };
     let mut heads = vec!["idle threshold".to_string()];
-    heads.extend(super::ROUND_GRID.iter().map(|&b| format!("round {}", round(b))));
+    heads.extend(
+        super::ROUND_GRID
+            .iter()
+            .map(|&b| format!("round {}", round(b))),
+    );
     let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
     let seeds: Vec<u64> = {
         let mut s: Vec<u64> = grid.iter().map(|r| r.0.seed).collect();
@@ -557,7 +564,12 @@ fn write_back_line(runs: &[Measured]) -> String {
 /// hybrid with promotion, and the log on the device under test; empty
 /// where they were not run.
 fn what_if_lines(what_if: &[Measured], first: &[Measured]) -> String {
-    let tps = |c: Config| first.iter().find(|r| r.0.config == c).map_or(0.0, |r| r.0.tps);
+    let tps = |c: Config| {
+        first
+            .iter()
+            .find(|r| r.0.config == c)
+            .map_or(0.0, |r| r.0.tps)
+    };
     let (h, s, y) = (tps(Config::Hdd), tps(Config::Ssd), tps(Config::Hybrid));
     let find = |c: Config, log_disk: bool| {
         what_if
@@ -627,8 +639,15 @@ fn headline(runs: &[Measured]) -> Table {
     for c in [Config::Hdd, Config::Ssd, Config::Hybrid] {
         let rs: Vec<&Measured> = runs.iter().filter(|r| r.0.config == c).collect();
         let tps = Spread::of(&rs.iter().map(|r| r.0.tps).collect::<Vec<_>>());
-        let hit = Spread::of(&rs.iter().map(|r| r.0.ssd_read_hit_ratio).collect::<Vec<_>>());
-        let wb: Vec<f64> = rs.iter().map(|r| r.1.write_back.map_or(0.0, |w| w.seconds)).collect();
+        let hit = Spread::of(
+            &rs.iter()
+                .map(|r| r.0.ssd_read_hit_ratio)
+                .collect::<Vec<_>>(),
+        );
+        let wb: Vec<f64> = rs
+            .iter()
+            .map(|r| r.1.write_back.map_or(0.0, |w| w.seconds))
+            .collect();
         t.push(vec![
             c.name().to_string(),
             tps.n.to_string(),
@@ -709,7 +728,8 @@ impl Parts {
         };
         for r in all {
             let row = &r.0;
-            let policy = (row.idle_threshold_ns, row.round_bytes) == (d.idle_threshold_ns, d.round_bytes);
+            let policy =
+                (row.idle_threshold_ns, row.round_bytes) == (d.idle_threshold_ns, d.round_bytes);
             match (row.promote || !row.log_disk, row.writer, policy) {
                 (true, ..) => p.what_if.push(r),
                 (false, false, _) => p.no_writer.push(r),
