@@ -47,9 +47,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SSD,HDD")]
     hybrid: Option<String>,
     /// The hybrid's policy: `default` (re-read HDD data is promoted into
-    /// the SSD), or `seed` (seed 003's HeteroDrive: no read promotion, the
-    /// whole cache sorted into one write-back pass, 10 ms of idle time
-    /// before the write-back starts).
+    /// the SSD), or `seed` (seed 003's HeteroDrive: no read promotion).
+    /// Both flush as the crate does by default: the whole cache sorted into
+    /// one write-back pass, after one disk access (12.67 ms) of idle time.
     #[arg(long, value_enum, default_value_t = Policy::Default, requires = "hybrid")]
     hybrid_policy: Policy,
     /// A real file or block device to serve (created at --size if missing).
