@@ -165,7 +165,11 @@ fn points_are_listed_as_text_and_json() {
     // hybrid: 3 drives x 10 seeds, with and without the writer, 4
     // what-ifs, 8 flush policies x 3 seeds; seed004: 7.
     assert_eq!(lines.len(), 60 + 4 + 24 + 7, "{text}");
-    assert!(lines[0].starts_with("hybrid\t0\thdd/seed+0\t{"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("hybrid\t0\thdd/seed+0\t{"),
+        "{}",
+        lines[0]
+    );
     let v: serde_json::Value =
         serde_json::from_slice(&ok(&["lab", "buffer", "--points", "--json"], tmp.path())).unwrap();
     let pts = v.as_array().unwrap();
