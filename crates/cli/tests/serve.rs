@@ -110,9 +110,13 @@ fn requests_round_trip_with_error_replies_and_exact_counters() {
         "one latency per request served"
     );
     assert_eq!(r["export"], "nvme");
-    // The device's counters: two pages, then one merged in part; no cache.
+    // The device's counters: two pages, then a page programmed for each of
+    // the five writes of part of a page (the unaligned write's sector, the
+    // first write-zeroes' two partial sectors around its trimmed ones, the
+    // NO_HOLE write-zeroes, the FUA write); no cache.
     let d = &r["device"];
-    assert_eq!(count(d, "nand_page_programs"), 3, "{d}");
+    assert_eq!(count(d, "host_writes"), 6, "{d}");
+    assert_eq!(count(d, "nand_page_programs"), 7, "{d}");
     assert_eq!(count(d, "cache_writes") + count(d, "map_cache_misses"), 0);
     assert!(!server_socket(dir.path()).exists(), "the socket is removed");
 }

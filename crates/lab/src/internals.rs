@@ -265,12 +265,14 @@ fn dftl_plot(svg: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
         .filter(|r| r.mechanism.starts_with("mapping cache"))
         .collect();
     assert_eq!(dftl.len(), WORKING_SETS.len(), "a DFTL row per working set");
+    let names: Vec<String> = WORKING_SETS.iter().map(u64::to_string).collect();
     let series = |name: &str, v: fn(&Row) -> f64, markers_only| Series {
         name: name.into(),
         points: WORKING_SETS
             .iter()
             .zip(&dftl)
-            .map(|(&w, r)| (w as f64, v(r)))
+            .enumerate()
+            .map(|(i, (_, r))| (i as f64, v(r)))
             .collect(),
         markers_only,
     };
@@ -278,13 +280,13 @@ fn dftl_plot(svg: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
         title: "DFTL: map hit ratio, uniform random reads, 4 translation pages in DRAM",
         x_label: "working set (translation pages)",
         y_label: "map hit ratio",
-        log_x: true,
+        log_x: false,
         log_y: false,
         series: &[
-            series("closed form: cached share", |r| r.closed_form, true),
+            series("closed form", |r| r.closed_form, true),
             series("model", |r| r.model, false),
         ],
-        x_names: &[],
+        x_names: &names.iter().map(String::as_str).collect::<Vec<_>>(),
     };
     plot.write_svg(svg)
         .map_err(|e| LabError::Output(svg.to_path_buf(), e))

@@ -166,8 +166,9 @@ pub fn write_section(out: &Path, s: &Section, run: &RunInfo) -> Result<(), LabEr
     fs::create_dir_all(&dir).map_err(|e| LabError::Output(dir.clone(), e))?;
     scorecard::write(&dir, &s.claims)?;
     let files = files(out, s.name);
-    let png = |svg: &str| {
-        let p = svg.replace(".svg", ".png");
+    // Only a plot has a PNG beside it (a CSV is no picture of itself).
+    let png = |f: &str| {
+        let p = format!("{}.png", f.strip_suffix(".svg")?);
         files
             .contains(&p)
             .then(|| format!(" ([PNG]({}/{p}))", s.name))

@@ -192,6 +192,10 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         assert!(md.contains(head), "summary lacks {head}");
     }
     let linked = links(&md);
+    for png in md.split("([PNG](").skip(1) {
+        let target = &png[..png.find(')').unwrap()];
+        assert!(target.ends_with(".png"), "a PNG link to {target}");
+    }
     for l in &linked {
         assert!(
             out.join(l).is_file(),

@@ -97,6 +97,19 @@ impl Core {
         Ok(())
     }
 
+    /// A new epoch with `need` bytes free: a switch, or, without the
+    /// background writer, a full checkpoint where the log's home half holds
+    /// `need` (the seed experiments' engine, whose checkpoints wrote every
+    /// dirty page back in page order when the log filled: there is nobody
+    /// else to write them but evictions, one at a time).
+    pub(super) fn make_room(&mut self, need: u64) -> Result<()> {
+        let home = (self.layout.home_start, self.layout.home_len);
+        match !self.writer && need <= self.room_in(home) {
+            true => self.checkpoint(),
+            false => self.switch(need),
+        }
+    }
+
     /// A switch: a new epoch with `need` bytes free after the pages it
     /// carries forward, without writing pages back. Where no region the
     /// log can move to holds that, the pages changed longest ago are

@@ -27,9 +27,10 @@ impl Core {
                 // Each operation may dirty one more page.
                 let fresh = (c.meta.next_page as usize).saturating_sub(c.pool.dirty_len());
                 let dirty = c.pool.dirty_len() + ops.min(fresh);
-                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, dirty);
+                let unimaged = c.pool.unimaged() + ops.min(fresh);
+                let want = 2 * hint as u64 + w.capacity() / 16 + c.log_reserve(w, dirty, unimaged);
                 if w.remaining() < want {
-                    c.switch(want)?;
+                    c.make_room(want)?;
                 }
             }
             // A batch that does not fit the log's half runs again after a
@@ -57,7 +58,7 @@ impl Core {
                         let need = c.log_need;
                         c.pool.rollback();
                         c.meta = before;
-                        c.switch(need)?;
+                        c.make_room(need)?;
                     }
                     Err(e) => {
                         c.pool.rollback();
@@ -81,14 +82,23 @@ impl Core {
     }
 
     /// Log bytes a batch keeps free beyond its record, for `dirty` dirty
-    /// pages: a record of the store's own per dirty page where it journals
-    /// its writes. (An eviction that finds no room for the images it must
-    /// log waits for the next switch, which carries them.)
-    pub(super) fn log_reserve(&self, wal: &Wal, dirty: usize) -> u64 {
-        match self.store.journals_writes() {
-            true => dirty as u64 * wal.record_len(64),
-            false => 0,
+    /// pages, `unimaged` of them without an image in the log: a record of
+    /// the store's own per dirty page where it journals its writes; and,
+    /// without the background writer, an image of each unimaged page where
+    /// the store logs one before a write back, so evictions never wait and
+    /// the log fills up to a full checkpoint (the seed experiments'
+    /// engine). With the writer, an eviction that finds no room for the
+    /// images it must log waits for the next switch, which carries them.
+    pub(super) fn log_reserve(&self, wal: &Wal, dirty: usize, unimaged: usize) -> u64 {
+        let mut r = 0;
+        if self.store.journals_writes() {
+            r += dirty as u64 * wal.record_len(64);
         }
+        if !self.writer && self.store.overwrites() {
+            let ps = self.store.page_size();
+            r += unimaged as u64 * wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
+        }
+        r
     }
 
     /// After an operation: evictions that waited for room in the log (the
@@ -96,7 +106,7 @@ impl Core {
     /// pages' images into the new epoch.
     pub(super) fn settle(&mut self) -> Result<()> {
         if self.pool.over() && self.disk.journal.is_some() {
-            self.switch(0)?;
+            self.make_room(0)?;
             self.pool.shrink(&mut *self.store, &mut self.disk)?;
         }
         Ok(())
@@ -126,8 +136,14 @@ impl Core {
         let mut wal = self.disk.journal.take().expect("the log is open");
         let ops_first = self.store.overwrites() && self.pool.has_room();
         let built = self.batch_record(ops_first, &stored);
+        let newly = built
+            .1
+            .iter()
+            .filter(|id| !self.pool.is_imaged(**id))
+            .count();
+        let unimaged = self.pool.unimaged() - newly;
         self.log_need =
-            wal.record_len(built.0.len()) + self.log_reserve(&wal, self.pool.dirty_len());
+            wal.record_len(built.0.len()) + self.log_reserve(&wal, self.pool.dirty_len(), unimaged);
         let r = match self.log_need > wal.remaining() {
             true => Err(Error::Full("write-ahead log")),
             false => wal.append(&mut self.disk, redo::REDO_RECORD, &built.0.finish()),

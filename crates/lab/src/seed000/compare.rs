@@ -166,9 +166,10 @@ const MECHANISMS: [(&str, &str, bool, &str, &str); 2] = [
         "ssd",
         "hdd",
         true,
-        "no write cache in the FTL model",
-        "the FTL model has no write cache, so a write waits for its pages' program, while the disk's write \
-         cache takes it at once; the seed's SSD had a DRAM buffer the model lacks",
+        "no write cache in the SSD's preset",
+        "the SSD's preset has no write cache (the page FTL can model one, `write_cache`, but one chosen to \
+         win this cell would be a fit), so a write waits for its pages' program, while the disk's write \
+         cache takes it at once; the seed's SSD had a DRAM buffer the preset leaves out",
     ),
 ];
 
