@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use flashkv_device::DeviceSpec;
+use flashkv_device::{BlockDevice, DeviceSpec};
 use flashkv_hybrid::replay::{replay_mapped, DeviceMap, ReplayReport, Timing};
 use flashkv_hybrid::trace::{open_file, Format, TimeUnit, TraceError};
 use flashkv_lab::advisor::{self, AdviceOptions, DeviceClass};
@@ -82,6 +82,7 @@ pub fn replay<'py>(
     };
     let stop = Stop::default();
     let mut target = Interruptible::new(dev.handle.clone(), stop.clone());
+    let capacity = target.geometry().capacity;
     let report = py.detach(|| -> PyResult<ReplayReport> {
         let stream = records().map_err(|e| trace_error(&trace, e))?;
         let mut failure = None;
@@ -96,6 +97,7 @@ pub fn replay<'py>(
     let mut out = json!({
         "trace": trace,
         "target": dev.model.name(),
+        "capacity": capacity,
         "timing": if back_to_back { "back-to-back" } else { "as-traced" },
     });
     let extra = serde_json::to_value(&report).map_err(|e| invalid(e.to_string()))?;
