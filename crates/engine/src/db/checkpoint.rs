@@ -160,6 +160,12 @@ impl Core {
         (budget / 4 / (ps + redo::IMAGE_OVERHEAD as u64)) as usize
     }
 
+    /// Log bytes of a record holding one page's image (what a write back
+    /// of an unimaged page logs first).
+    pub(super) fn image_record_len(&self, w: &Wal) -> u64 {
+        w.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + self.store.page_size())
+    }
+
     /// Writes back the dirty pages changed longest ago until the carry
     /// takes at most `bytes`, as far as the current half can take their
     /// images.
@@ -167,7 +173,7 @@ impl Core {
         let Some(w) = &self.disk.journal else {
             return Ok(());
         };
-        let one = w.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + self.store.page_size());
+        let one = self.image_record_len(w);
         let keep = (bytes / one) as usize;
         let excess = self.pool.dirty_len().saturating_sub(keep);
         let n = excess.min((w.remaining() / one) as usize);

@@ -95,8 +95,7 @@ impl Core {
             r += dirty as u64 * wal.record_len(64);
         }
         if !self.writer && self.store.overwrites() {
-            let ps = self.store.page_size();
-            r += unimaged as u64 * wal.record_len(redo::IMAGES_HDR + redo::IMAGE_OVERHEAD + ps);
+            r += unimaged as u64 * self.image_record_len(wal);
         }
         r
     }
