@@ -161,7 +161,7 @@ pub use error::{Error, Location, Result, Structure};
 pub use io::RegionStats;
 pub use iter::Range;
 pub use options::{
-    IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, PolicyFactory, StoreKind,
+    IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, Placement, PolicyFactory, StoreKind,
     LOG_SECTOR,
 };
 pub use page::PageId;

@@ -100,15 +100,58 @@ pub enum StoreKind {
     InPlace,
     /// In-page logging with the given erase-unit layout.
     InPageLogging(IplGeometry),
+    /// Pages placed across the two devices of a device pair
+    /// (`flashkv_device::PairDevice`), a fast one and a slow one, by the
+    /// given policy; written back in place (as [`StoreKind::InPlace`]) on
+    /// whichever device holds them.
+    TwoDevice(Placement),
 }
 
 impl StoreKind {
-    /// The store's name in reports and on the command line: "in-place" or "ipl".
+    /// The store's name in reports and on the command line: "in-place",
+    /// "ipl" or "two-device".
     pub fn name(&self) -> &'static str {
         match self {
             StoreKind::InPlace => "in-place",
             StoreKind::InPageLogging(_) => "ipl",
+            StoreKind::TwoDevice(_) => "two-device",
         }
+    }
+}
+
+/// Where a two-device store ([`StoreKind::TwoDevice`]) puts each page.
+/// Every page has a home on the slow device; a page placed on the fast
+/// device lives in one of its slots instead, as many as it has room for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Internal (index) pages on the fast device, leaves and overflow pages
+    /// on the slow one: seed 002's "Index on SSD". Where the fast device is
+    /// full, an internal page stays on the slow one.
+    IndexOnFast,
+    /// Pages move by their observed reads and writes (after the hot/cold,
+    /// read-/write-intensive placement of Koltsidas & Viglas, "Flashing up
+    /// the storage layer", VLDB 2008): a page moves when what it has cost
+    /// where it is, against what it would have cost on the other device,
+    /// exceeds what moving it costs; the fast device keeps the pages that
+    /// gain most from it.
+    HotCold,
+}
+
+impl Placement {
+    /// Every placement, in the order reports list them.
+    pub const ALL: [Placement; 2] = [Placement::IndexOnFast, Placement::HotCold];
+
+    /// The policy's name in reports and on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Placement::IndexOnFast => "index-on-fast",
+            Placement::HotCold => "hot-cold",
+        }
+    }
+
+    /// The placement called `name` ([`Placement::name`]).
+    pub fn by_name(name: &str) -> Option<Placement> {
+        Placement::ALL.into_iter().find(|p| p.name() == name)
     }
 }
 

@@ -9,7 +9,7 @@
 use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::io::{Disk, Region};
 use crate::le::{u32_at, u64_at};
-use crate::options::{IplGeometry, StoreKind};
+use crate::options::{IplGeometry, Placement, StoreKind};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"FLASHKV\0");
 /// Version 3 added the log's home region (a log outgrown by a batch moves
@@ -116,11 +116,21 @@ fn torn_magic(head: &[u8]) -> bool {
     k < magic.len() && head[..k] == magic[..k]
 }
 
+/// A two-device store's placement in the checkpoint (the field an
+/// in-page-logging store keeps its pages per unit in).
+fn placement_code(p: Placement) -> u32 {
+    match p {
+        Placement::IndexOnFast => 1,
+        Placement::HotCold => 2,
+    }
+}
+
 impl Checkpoint {
     fn encode(&self) -> Vec<u8> {
         let mut p = Vec::with_capacity(FIXED + self.store_state.len());
         let (ppu, nlog, spp) = match self.store {
             StoreKind::InPlace => (0, 0, 0),
+            StoreKind::TwoDevice(p) => (placement_code(p), 0, 0),
             StoreKind::InPageLogging(g) => (
                 g.pages_per_unit,
                 g.log_sectors,
@@ -173,6 +183,11 @@ impl Checkpoint {
                 pages_per_unit: ppu,
                 log_sectors: nlog,
                 sectors_per_page: (spp != 0).then_some(spp),
+            }),
+            3 => StoreKind::TwoDevice(match ppu {
+                1 => Placement::IndexOnFast,
+                2 => Placement::HotCold,
+                _ => return Err("unknown placement of a two-device store"),
             }),
             _ => return Err("unknown page store"),
         };
@@ -317,6 +332,7 @@ impl Checkpoint {
         match self.store {
             StoreKind::InPlace => 1,
             StoreKind::InPageLogging(_) => 2,
+            StoreKind::TwoDevice(_) => 3,
         }
     }
 
@@ -365,7 +381,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn checkpoint_decoder_never_panics(kind in 0u8..4, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        fn checkpoint_decoder_never_panics(kind in 0u8..5, bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             for version in 1..=FORMAT_VERSION {
                 let _ = Checkpoint::decode(version, kind, 1, &bytes);
             }
@@ -397,5 +413,17 @@ mod tests {
         };
         let p = c.encode();
         assert_eq!(Checkpoint::decode(FORMAT_VERSION, 2, 7, &p).unwrap(), c);
+        for placement in Placement::ALL {
+            let c = Checkpoint {
+                store: StoreKind::TwoDevice(placement),
+                page_size: 4096,
+                ..c.clone()
+            };
+            let p = c.encode();
+            assert_eq!(Checkpoint::decode(FORMAT_VERSION, 3, 7, &p).unwrap(), c);
+        }
+        let mut p = c.encode();
+        p[4] = 9; // no such placement
+        assert!(Checkpoint::decode(FORMAT_VERSION, 3, 7, &p).is_err());
     }
 }

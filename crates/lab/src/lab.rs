@@ -70,13 +70,16 @@ pub enum Experiment {
     /// The page FTL's data cache, mapping cache and planes against their
     /// closed forms.
     SsdInternals,
+    /// Seed 002's conclusions: pages placed across an SSD and an HDD, and
+    /// drives that sleep.
+    Placement,
     /// Unmodified PostgreSQL (pgbench) on drives served over NBD: run only
     /// when named, it needs root, FUSE and PostgreSQL.
     Pgbench,
 }
 
 impl Experiment {
-    pub const ALL: [Experiment; 8] = [
+    pub const ALL: [Experiment; 9] = [
         Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
@@ -85,10 +88,11 @@ impl Experiment {
         Experiment::Hybrid,
         Experiment::SimScale,
         Experiment::SsdInternals,
+        Experiment::Placement,
     ];
 
     /// Every experiment: the default run, then those run only when named.
-    pub const KNOWN: [Experiment; 9] = [
+    pub const KNOWN: [Experiment; 10] = [
         Experiment::Seed000,
         Experiment::Seed004,
         Experiment::Ipl,
@@ -97,6 +101,7 @@ impl Experiment {
         Experiment::Hybrid,
         Experiment::SimScale,
         Experiment::SsdInternals,
+        Experiment::Placement,
         Experiment::Pgbench,
     ];
 
@@ -111,6 +116,7 @@ impl Experiment {
             Experiment::SimScale => "sim-scale",
             Experiment::Pgbench => "pgbench",
             Experiment::SsdInternals => "ssd-internals",
+            Experiment::Placement => "placement",
         }
     }
 
@@ -131,6 +137,7 @@ impl Experiment {
             Experiment::SimScale => crate::sim_scale::points(),
             Experiment::Pgbench => crate::pgbench::points(),
             Experiment::SsdInternals => crate::internals::points(),
+            Experiment::Placement => crate::placement::points(quick),
         }
     }
 
@@ -147,6 +154,7 @@ impl Experiment {
             Experiment::SimScale => crate::sim_scale::run_point(params, opts),
             Experiment::Pgbench => crate::pgbench::run_point(params, opts),
             Experiment::SsdInternals => crate::internals::run_point(params, opts),
+            Experiment::Placement => crate::placement::run_point(params, opts),
         }
     }
 
@@ -163,6 +171,7 @@ impl Experiment {
             Experiment::SimScale => crate::sim_scale::report(opts, outputs),
             Experiment::Pgbench => crate::pgbench::report(opts, outputs),
             Experiment::SsdInternals => crate::internals::report(opts, outputs),
+            Experiment::Placement => crate::placement::report(opts, outputs),
         }
     }
 

@@ -14,6 +14,7 @@ pub mod ipl;
 pub mod lab;
 pub mod oltp;
 pub mod pgbench;
+pub mod placement;
 pub mod plot;
 mod png;
 pub mod points;

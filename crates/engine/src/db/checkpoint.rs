@@ -46,6 +46,7 @@ impl Core {
         }
         .write(&mut self.disk)?;
         // The slot is durable, and with it every record before it.
+        self.store.checkpointed();
         self.store.release(&mut self.disk)?;
         assert!(
             seq == self.ckpt_seq + 1,

@@ -28,7 +28,7 @@ use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::redo;
-use crate::store::{InPlace, Ipl, PageStore, StoreStats};
+use crate::store::{InPlace, Ipl, PageStore, Span, StoreStats, Tiered};
 use crate::superblock::{Checkpoint, Layout, SLOT_BYTES};
 use crate::wal::{Logged, Next, Wal};
 

@@ -259,15 +259,18 @@ impl Core {
         let (geo, l) = (disk.geo, ckpt.layout);
         let sector = u64::from(geo.sector_size);
         Ok(match ckpt.store {
+            StoreKind::InPlace | StoreKind::TwoDevice(_)
+                if !(512..=65536).contains(&u64::from(ckpt.page_size))
+                    || u64::from(ckpt.page_size) % sector != 0 =>
+            {
+                return Err(corrupt(
+                    Structure::Checkpoint,
+                    Location::Offset((ckpt.seq % 2) * l.slot_len),
+                    "its page size does not fit the device's sectors",
+                ));
+            }
             StoreKind::InPlace => {
                 let ps = u64::from(ckpt.page_size);
-                if !(512..=65536).contains(&ps) || ps % sector != 0 {
-                    return Err(corrupt(
-                        Structure::Checkpoint,
-                        Location::Offset((ckpt.seq % 2) * l.slot_len),
-                        "its page size does not fit the device's sectors",
-                    ));
-                }
                 let unit = geo.erase_unit.unwrap_or(EMULATED_UNIT).max(ps);
                 Box::new(InPlace::new(
                     l.data_start,
@@ -279,6 +282,27 @@ impl Core {
             }
             StoreKind::InPageLogging(g) => {
                 Box::new(Ipl::new(g, l.data_start, l.data_len, &ckpt.store_state)?)
+            }
+            StoreKind::TwoDevice(placement) => {
+                let Some(t) = disk.dev.tiers() else {
+                    return Err(invalid(
+                        "store",
+                        "a two-device store lives on a device pair (flashkv_device::PairDevice)",
+                    ));
+                };
+                let span = Span {
+                    region: l.data_start..l.data_start + l.data_len,
+                    fast: t.fast,
+                    slow: t.slow,
+                };
+                Box::new(Tiered::new(
+                    placement,
+                    span,
+                    ckpt.page_size as usize,
+                    EMULATED_UNIT,
+                    Tiered::max_slots(l.slot_len),
+                    &ckpt.store_state,
+                )?)
             }
         })
     }
@@ -321,7 +345,7 @@ impl Core {
     pub(super) fn plan_page_size(opts: &Options, kind: StoreKind, geo: Geometry) -> Result<u32> {
         let sector = u64::from(geo.sector_size);
         let page_size = match kind {
-            StoreKind::InPlace => opts.in_place_page_size(),
+            StoreKind::InPlace | StoreKind::TwoDevice(_) => opts.in_place_page_size(),
             StoreKind::InPageLogging(g) => {
                 if u64::from(LOG_SECTOR) % sector != 0 {
                     return Err(invalid(
@@ -365,7 +389,11 @@ impl Core {
         let kind = opts.store.unwrap_or(StoreKind::InPlace);
         let page_size = Self::plan_page_size(opts, kind, geo)?;
         let (wal_start, wal_len, data_start, log_id) = Self::plan_log(opts, disk, slot_len)?;
-        let end = opts.max_size.unwrap_or(geo.capacity).min(geo.capacity);
+        let end = match kind {
+            // A pair's pages go on both devices, whatever a file may grow to.
+            StoreKind::TwoDevice(_) => geo.capacity,
+            _ => opts.max_size.unwrap_or(geo.capacity).min(geo.capacity),
+        };
         let mut end = end - end % align;
         if let StoreKind::InPageLogging(g) = kind {
             // The erase-unit map must fit a checkpoint slot: a store holds

@@ -144,29 +144,8 @@ impl InPlace {
 impl InPlace {
     /// Writes new pages, consecutive ones together in requests of at most
     /// `write_size` bytes.
-    fn write_runs(&mut self, disk: &mut Disk, mut pages: Vec<(u64, Vec<u8>)>) -> Result<()> {
-        pages.sort_unstable_by_key(|(off, _)| *off);
-        let mut run: Vec<u8> = Vec::new();
-        let mut at = 0;
-        for (off, img) in pages {
-            let joins = !run.is_empty()
-                && at + run.len() as u64 == off
-                && (run.len() + img.len()) as u64 <= self.write_size;
-            if !joins && !run.is_empty() {
-                disk.write(Region::Data, at, &run)?;
-                self.remember(at, &run);
-                run.clear();
-            }
-            if run.is_empty() {
-                at = off;
-            }
-            run.extend_from_slice(&img);
-            debug_assert!(
-                run.len() as u64 <= self.write_size.max(img.len() as u64),
-                "runs stay within the write size"
-            );
-        }
-        if !run.is_empty() {
+    fn write_runs(&mut self, disk: &mut Disk, pages: Vec<(u64, Vec<u8>)>) -> Result<()> {
+        for (at, run) in super::runs(pages, self.write_size) {
             disk.write(Region::Data, at, &run)?;
             self.remember(at, &run);
         }

@@ -2,10 +2,13 @@
 
 mod inplace;
 mod ipl;
+mod placement;
 mod sealed;
+mod tiered;
 
 pub(crate) use inplace::InPlace;
 pub(crate) use ipl::Ipl;
+pub(crate) use tiered::{Span, Tiered};
 
 use crate::buffer::Frame;
 use crate::error::Result;
@@ -32,10 +35,55 @@ pub struct StoreStats {
     pub erases: u64,
     /// Read-erase-rewrites of an erase unit by in-place updates on raw NAND.
     pub unit_rewrites: u64,
+    /// Two-device store: pages read from the fast device (of `page_reads`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fast_reads: u64,
+    /// Two-device store: pages written to the fast device (of `page_writes`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fast_writes: u64,
+    /// Two-device store: pages moved to the fast device.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub promotions: u64,
+    /// Two-device store: pages moved off the fast device.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub demotions: u64,
+    /// Two-device store: pages the placement wanted on the fast device
+    /// that found it full.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fast_full: u64,
+    /// Two-device store: pages on the fast device now (not a counter).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fast_pages: u64,
     /// Large sequential reads of page runs by scans ([`crate::IoProfile`]).
     pub run_reads: u64,
     /// Pages decoded from those runs (not counted in `page_reads`).
     pub run_pages: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// `pages` (offset, image), sorted by offset and joined into runs of
+/// consecutive images of at most `max` bytes (a longer image alone).
+pub(crate) fn runs(mut pages: Vec<(u64, Vec<u8>)>, max: u64) -> Vec<(u64, Vec<u8>)> {
+    pages.sort_unstable_by_key(|(off, _)| *off);
+    let mut out: Vec<(u64, Vec<u8>)> = Vec::new();
+    for (off, img) in pages {
+        match out.last_mut() {
+            Some((at, run))
+                if *at + run.len() as u64 == off && (run.len() + img.len()) as u64 <= max =>
+            {
+                run.extend_from_slice(&img);
+            }
+            _ => out.push((off, img)),
+        }
+    }
+    debug_assert!(
+        out.windows(2).all(|w| w[0].0 + w[0].1.len() as u64 <= w[1].0),
+        "runs in order, apart"
+    );
+    out
 }
 
 /// A page store: reads and writes pages of one size in its region of the device.
@@ -133,6 +181,9 @@ pub(crate) trait PageStore: Send + Sync {
     fn set_ceiling(&mut self, bytes: u64, next_page: PageId) -> Result<()>;
     /// State to persist in a checkpoint.
     fn encode_state(&self, out: &mut Vec<u8>);
+    /// The checkpoint holding what [`PageStore::encode_state`] last gave
+    /// is durable. By default nothing.
+    fn checkpointed(&mut self) {}
     fn stats(&self) -> StoreStats;
     /// Replays record `seq`, one the store logged through [`Disk::journal`].
     fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()>;
