@@ -199,11 +199,6 @@ pub trait BlockDevice: Send + Sync {
         None
     }
 
-    /// Where the fast and the slow device of a pair lie (STUB: replaced by the power branch).
-    fn tiers(&self) -> Option<Tiers> {
-        None
-    }
-
     /// Synchronous read, issued at the device's clock.
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<Completion> {
         let at = self.clock();
@@ -274,16 +269,4 @@ impl<D: BlockDevice + ?Sized> BlockDevice for Box<D> {
     fn syncer(&self) -> Option<Syncer> {
         (**self).syncer()
     }
-    fn tiers(&self) -> Option<Tiers> {
-        (**self).tiers()
-    }
-}
-
-/// STUB: replaced by the power branch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tiers {
-    /// Fast device's addresses.
-    pub fast: std::ops::Range<u64>,
-    /// Slow device's addresses.
-    pub slow: std::ops::Range<u64>,
 }

@@ -7,8 +7,10 @@
 //! the last flush. Half of the cases lose power a second time while
 //! recovering. A failing case prints its seed; `FLASHKV_SEED=<n>` reruns it.
 
-use flashkv_device::{DeviceError, FaultDevice, FaultPlan, Geometry, MemDevice, Strike};
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_device::{
+    BlockDevice, DeviceError, FaultDevice, FaultPlan, Geometry, MemDevice, PairDevice, Strike, Tier,
+};
+use flashkv_engine::{Db, Error, IplGeometry, Options, Placement, StoreKind};
 use flashkv_testing::{cases, soak, Shared};
 
 mod common;
@@ -16,7 +18,7 @@ use common::{run, workload, workload_big, Model};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-type Dev = Shared<FaultDevice<MemDevice>>;
+type Dev = Shared<FaultDevice<Box<dyn BlockDevice>>>;
 
 fn geometry(nand: bool) -> Geometry {
     Geometry {
@@ -45,7 +47,31 @@ fn plan(rng: &mut SmallRng, crash: Option<u64>) -> FaultPlan {
 /// `grouped`: the device offers a syncer, as a file does, so durable
 /// commits are flushed outside the store's lock (group commit).
 fn fresh(nand: bool, plan: FaultPlan, grouped: bool) -> Dev {
-    let dev = FaultDevice::new(MemDevice::new(geometry(nand)), plan);
+    on(Box::new(MemDevice::new(geometry(nand))), plan, grouped)
+}
+
+/// A pair for a two-device store: a fast device of a few dozen page slots
+/// (so pages are turned away and, with hot/cold, sent back), the first
+/// device holding the checkpoints and the log.
+fn two(first: Tier, plan: FaultPlan, grouped: bool) -> Dev {
+    let slots = 24 * 4096;
+    let fast = match first {
+        Tier::Fast => (2 << 20) + (1 << 20) + slots,
+        Tier::Slow => slots,
+    };
+    let mem = |capacity| {
+        Box::new(MemDevice::new(Geometry {
+            capacity,
+            ..geometry(false)
+        }))
+    };
+    let pair = PairDevice::new(mem(fast), mem(64 << 20), first).expect("a pair of memory devices");
+    on(Box::new(pair), plan, grouped)
+}
+
+/// `base` under the fault harness.
+fn on(base: Box<dyn BlockDevice>, plan: FaultPlan, grouped: bool) -> Dev {
+    let dev = FaultDevice::new(base, plan);
     match grouped {
         true => Shared::grouped(dev),
         false => Shared::new(dev),
@@ -136,14 +162,18 @@ fn crash_case(
     let o = opts(kind, frames, sync, wal.unwrap_or(small), writer);
     let grouped = seed % 2 == 1;
     // A dry run counts the writes; then crash at one of them.
-    let dry = fresh(nand, plan(&mut rng, None), grouped);
+    let device = |plan| match kind {
+        StoreKind::TwoDevice(_) => two([Tier::Fast, Tier::Slow][(seed >> 2) as usize % 2], plan, grouped),
+        _ => fresh(nand, plan, grouped),
+    };
+    let dry = device(plan(&mut rng, None));
     run(
         &Db::open(Box::new(dry.clone()), o.clone()).unwrap(),
         &ops,
         sync,
     );
     let crash = rng.gen_range(0..=dry.with(|d| d.counts().1));
-    let dev = fresh(nand, plan(&mut rng, Some(crash)), grouped);
+    let dev = device(plan(&mut rng, Some(crash)));
     let (states, durable, crashed) = run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
     let what = format!(
         "{kind:?} nand={nand} frames={frames} sync={sync} grouped={grouped} crash after write {crash}"
@@ -212,6 +242,17 @@ fn crash_in_place_nand() {
         true,
         40_000..41_100,
     );
+}
+
+/// The two-device store with either placement, its log on either device.
+#[test]
+fn crash_two_device() {
+    let test = "crash_two_device";
+    let case = |s: u64| {
+        let placement = [Placement::IndexOnFast, Placement::HotCold][(s % 2) as usize];
+        case(s, StoreKind::TwoDevice(placement), false)
+    };
+    cases(test, 90_000..91_000, case).assert_hits(test, 80);
 }
 
 #[test]
