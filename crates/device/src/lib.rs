@@ -12,6 +12,8 @@
 //!   lost writes, I/O errors, corrupted reads, misdirected writes, latent
 //!   sector errors and latency spikes, for crash-recovery and corruption tests.
 //! * [`MemDevice`]: an untimed in-memory device of any geometry, for tests.
+//! * [`PairDevice`]: two devices (a fast one and a slow one) as one address
+//!   space, for a store that places its data by tier.
 //!
 //! Time is virtual nanoseconds ([`Nanos`]). Every operation is issued at a
 //! time `at` and returns a [`Completion`]; a device serves operations in the
@@ -43,6 +45,7 @@ mod hdd;
 mod latency;
 mod mem;
 mod nand;
+mod pair;
 pub mod presets;
 mod sim;
 mod spec;
@@ -58,6 +61,7 @@ pub use hdd::HddParams;
 pub use latency::Latencies;
 pub use mem::MemDevice;
 pub use nand::{update_in_place, NandParams};
+pub use pair::{PairDevice, Tier, Tiers};
 pub use sim::{Model, SimDevice};
 pub use spec::{parse_size, Calibration, DeviceSpec, Fit, ModelSpec, PowerSpec, SIZE_UNITS};
 pub use stats::{DeviceStats, EraseCounts, FtlCounters, Wear};
@@ -199,6 +203,40 @@ pub trait BlockDevice: Send + Sync {
         None
     }
 
+    /// Energy in nanojoules from time 0 up to host time `t`: the
+    /// operations' energy plus idle power for the time the device was idle
+    /// and standby power for the time it was in standby. A `t` past the
+    /// clock counts the rest as idle time, then standby once the standby
+    /// timer ran out; a `t` before it counts up to the clock. Default: the
+    /// operations' energy only (a real file).
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        let _ = t;
+        self.stats().energy_nj
+    }
+    /// The host did nothing until `t` (think time): the clock moves to `t`
+    /// if it is behind, with no operation. Whether the device went to
+    /// standby meanwhile is decided at the next operation. Default: nothing
+    /// (a real file keeps wall time).
+    fn advance_to(&mut self, t: Nanos) {
+        let _ = t;
+    }
+    /// Sets the idle time after which the device enters standby (the ATA
+    /// standby timer), or `None` for never. Fails for a device without a
+    /// standby state.
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        match after {
+            None => Ok(()),
+            Some(_) => Err(DeviceError::Unsupported(
+                "standby: this device has no standby state",
+            )),
+        }
+    }
+    /// Where each device of a pair ([`PairDevice`]) lies in the address
+    /// space; `None` for a single device.
+    fn tiers(&self) -> Option<Tiers> {
+        None
+    }
+
     /// Synchronous read, issued at the device's clock.
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<Completion> {
         let at = self.clock();
@@ -268,5 +306,17 @@ impl<D: BlockDevice + ?Sized> BlockDevice for Box<D> {
     }
     fn syncer(&self) -> Option<Syncer> {
         (**self).syncer()
+    }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        (**self).energy_nj_until(t)
+    }
+    fn advance_to(&mut self, t: Nanos) {
+        (**self).advance_to(t)
+    }
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        (**self).set_standby_after(after)
+    }
+    fn tiers(&self) -> Option<Tiers> {
+        (**self).tiers()
     }
 }

@@ -85,6 +85,16 @@ pub trait Model: Send + Sync {
 }
 
 /// A simulated device: stores data for real and costs every operation.
+///
+/// Power states: the device is active while it serves operations and idle
+/// from the end of its last operation. With a standby state
+/// ([`PowerSpec::standby_mw`](crate::PowerSpec)) and a standby timer `T`
+/// set, a device idle for longer than `T` went to standby `T` after its
+/// last operation; the next operation waits for the wake-up (`wake_ms`,
+/// issued to the model that much later) and costs the wake-up energy
+/// (`wake_mj`). Idle power is drawn for idle time that was neither standby
+/// nor waking, standby power for standby time; while waking, only the
+/// wake-up energy counts (a data sheet's spin-up figure covers it).
 pub struct SimDevice {
     name: String,
     model: Box<dyn Model>,
@@ -92,8 +102,15 @@ pub struct SimDevice {
     data: DataStore,
     stats: DeviceStats,
     clock: Nanos,
+    /// When the last operation ended (and the model was free): the device
+    /// has been idle since.
+    idle_since: Nanos,
     active_mw: f64,
     idle_mw: f64,
+    standby_mw: Option<f64>,
+    standby_after: Option<Nanos>,
+    wake_ns: Nanos,
+    wake_nj: u64,
 }
 
 impl SimDevice {
@@ -113,8 +130,13 @@ impl SimDevice {
             data,
             stats: DeviceStats::default(),
             clock: 0,
+            idle_since: 0,
             active_mw: spec.power.active_mw,
             idle_mw: spec.power.idle_mw,
+            standby_mw: spec.power.standby_mw,
+            standby_after: spec.power.standby_after_ns(),
+            wake_ns: spec.power.wake_ns(),
+            wake_nj: spec.power.wake_nj(),
         })
     }
 
@@ -132,9 +154,52 @@ impl SimDevice {
             .map_err(|e| crate::DeviceError::internal(&self.name, e))
     }
 
-    /// Energy including idle power up to the current clock, in nanojoules.
+    /// Energy including idle and standby power up to the current clock, in
+    /// nanojoules: [`BlockDevice::energy_nj_until`] at the clock.
     pub fn total_energy_nj(&self) -> u64 {
-        self.stats.energy_with_idle_nj(self.clock, self.idle_mw)
+        self.energy_nj_until(self.clock)
+    }
+
+    /// Sets the standby timer: the device enters standby after `after` of
+    /// idle time (`None`: never). Fails where the spec gives no standby
+    /// state (`power.standby_mw`). Takes effect from the next operation,
+    /// for the idle time since the last one too.
+    pub fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        if after.is_some() && self.standby_mw.is_none() {
+            return Err(crate::DeviceError::BadInput(format!(
+                "device {} has no standby state (its spec sets no power.standby_mw)",
+                self.name
+            )));
+        }
+        self.standby_after = after;
+        Ok(())
+    }
+
+    /// The standby timer, if set.
+    pub fn standby_after(&self) -> Option<Nanos> {
+        self.standby_after
+    }
+
+    /// When the device went to standby if nothing comes before: `T` after
+    /// it became idle, or never.
+    fn asleep_at(&self) -> Option<Nanos> {
+        self.standby_after
+            .map(|t| self.idle_since.saturating_add(t))
+    }
+
+    /// An operation issued at `at`: if the device went to standby before,
+    /// counts the standby time and the wake-up and returns when the model
+    /// sees the operation (after the wake-up), with the wake-up's energy.
+    fn wake(&mut self, at: Nanos) -> (Nanos, u64) {
+        match self.asleep_at() {
+            Some(asleep) if at > asleep => {
+                self.stats.standby_ns += at - asleep;
+                self.stats.wakeups += 1;
+                self.stats.wake_ns += self.wake_ns;
+                (at + self.wake_ns, self.wake_nj)
+            }
+            _ => (at, 0),
+        }
     }
 
     /// Bytes of RAM holding the device's data.
@@ -142,17 +207,21 @@ impl SimDevice {
         self.data.resident_bytes()
     }
 
-    fn account(&mut self, c: Completion) -> Completion {
+    /// Counts a served operation: active power while busy, `wake_nj` of a
+    /// wake-up before it; the device is idle from its end.
+    fn account(&mut self, c: Completion, wake_nj: u64) -> Completion {
         debug_assert!(c.start <= c.end, "a completion ends after it starts");
         let busy = c.end - c.start;
-        let active_nj = (self.active_mw * busy as f64 / 1000.0) as u64;
+        let active_nj = crate::stats::nj(self.active_mw, busy);
         let c = Completion {
-            energy_nj: c.energy_nj + active_nj,
+            energy_nj: c.energy_nj + active_nj + wake_nj,
             ..c
         };
         self.stats.busy_ns += busy;
         self.stats.energy_nj += c.energy_nj;
         self.clock = self.clock.max(c.end);
+        let free = self.model.busy_until().unwrap_or(c.end).max(c.end);
+        self.idle_since = self.idle_since.max(free);
         c
     }
 }
@@ -165,6 +234,7 @@ impl BlockDevice for SimDevice {
     fn read_at(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion> {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
+        let (at, wake_nj) = self.wake(at);
         let c = self.model.read(at, offset, len, &mut self.stats)?;
         debug_assert!(
             len == 0 || c.end >= at,
@@ -173,12 +243,13 @@ impl BlockDevice for SimDevice {
         self.data.read(offset, buf)?;
         self.stats.host_reads += 1;
         self.stats.host_read_bytes += len;
-        Ok(self.account(c))
+        Ok(self.account(c, wake_nj))
     }
 
     fn write_at(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion> {
         let len = buf.len() as u64;
         self.geometry.check(offset, len)?;
+        let (at, wake_nj) = self.wake(at);
         let c = self.model.write(at, offset, len, &mut self.stats)?;
         debug_assert!(
             len == 0 || c.end >= at,
@@ -187,24 +258,27 @@ impl BlockDevice for SimDevice {
         self.data.write(offset, buf)?;
         self.stats.host_writes += 1;
         self.stats.host_write_bytes += len;
-        Ok(self.account(c))
+        Ok(self.account(c, wake_nj))
     }
 
     fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
+        let (at, wake_nj) = self.wake(at);
         let c = self.model.flush(at, &mut self.stats)?;
         self.stats.flushes += 1;
-        Ok(self.account(c))
+        Ok(self.account(c, wake_nj))
     }
 
     fn trim_at(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
         self.geometry.check(offset, len)?;
+        let (at, wake_nj) = self.wake(at);
         let c = self.model.trim(at, offset, len, &mut self.stats)?;
         self.data.zero(offset, len)?;
         self.stats.trims += 1;
-        Ok(self.account(c))
+        Ok(self.account(c, wake_nj))
     }
 
     fn erase_at(&mut self, at: Nanos, unit: u64) -> Result<Completion> {
+        let (at, wake_nj) = self.wake(at);
         let c = self.model.erase(at, unit, &mut self.stats)?;
         if let Some(eu) = self.geometry.erase_unit {
             debug_assert!(
@@ -213,7 +287,7 @@ impl BlockDevice for SimDevice {
             );
             self.data.zero(unit * eu, eu)?;
         }
-        Ok(self.account(c))
+        Ok(self.account(c, wake_nj))
     }
 
     fn is_programmed(&self, offset: u64, len: u64) -> bool {
@@ -238,6 +312,30 @@ impl BlockDevice for SimDevice {
 
     fn busy_until(&self) -> Nanos {
         self.model.busy_until().unwrap_or(self.clock)
+    }
+
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        let horizon = t.max(self.clock);
+        // Standby since the last operation, not yet counted by a wake-up.
+        let pending = self
+            .asleep_at()
+            .map_or(0, |asleep| horizon.saturating_sub(asleep));
+        let st = &self.stats;
+        let standby = st.standby_ns + pending;
+        let idle = horizon.saturating_sub(st.busy_ns + standby + st.wake_ns);
+        let standby_nj = match self.standby_mw {
+            Some(mw) if standby > 0 => crate::stats::nj(mw, standby),
+            _ => 0,
+        };
+        st.energy_nj + crate::stats::nj(self.idle_mw, idle) + standby_nj
+    }
+
+    fn advance_to(&mut self, t: Nanos) {
+        self.clock = self.clock.max(t);
+    }
+
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        SimDevice::set_standby_after(self, after)
     }
 
     fn fill_sequential(&mut self, len: u64) -> Result<bool> {

@@ -102,7 +102,14 @@ impl Calibration {
     }
 }
 
-/// Power drawn while serving requests and while idle, in milliwatts.
+/// Power drawn while serving requests, while idle and in standby, in
+/// milliwatts, and what waking from standby costs.
+///
+/// A device with `standby_mw` has a standby state (an HDD spun down, an SSD
+/// in its low-power state). It enters it after `standby_after_ms` of idle
+/// time, a host policy (the ATA standby timer) that presets leave unset:
+/// set it in a spec or with [`crate::BlockDevice::set_standby_after`]. The
+/// first request in standby waits `wake_ms` and costs `wake_mj` more.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PowerSpec {
@@ -113,27 +120,90 @@ pub struct PowerSpec {
     /// Drawn while idle.
     #[serde(default)]
     pub idle_mw: f64,
+    /// Drawn in standby; `None`: the device has no standby state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standby_mw: Option<f64>,
+    /// Idle time before the device enters standby; `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standby_after_ms: Option<f64>,
+    /// Time from the first request in standby until the device serves it
+    /// (an HDD's spin-up).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wake_ms: f64,
+    /// Energy of one wake-up, in millijoules.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wake_mj: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// Fails unless `v` is a finite number >= 0; `field` names it.
+fn non_negative(field: &str, v: f64) -> Result<()> {
+    require(
+        v.is_finite() && v >= 0.0,
+        &format!("power.{field} = {v} must be a number >= 0"),
+    )
 }
 
 impl PowerSpec {
     /// Power is finite, not negative, and serving draws at least idle power;
     /// `active_mw = 0` says the model's per-operation energies carry all of
     /// the busy power (raw NAND costed per page, as seed 000 Table 2.1).
+    /// Standby draws at most idle power, and the standby timer and the
+    /// wake-up costs need a standby state.
     pub fn validate(&self) -> Result<()> {
         let (a, i) = (self.active_mw, self.idle_mw);
-        require(
-            a.is_finite() && a >= 0.0,
-            &format!("power.active_mw = {a} must be a number >= 0"),
-        )?;
-        require(
-            i.is_finite() && i >= 0.0,
-            &format!("power.idle_mw = {i} must be a number >= 0"),
-        )?;
+        non_negative("active_mw", a)?;
+        non_negative("idle_mw", i)?;
         require(
             a >= i || a == 0.0,
             &format!("power.active_mw = {a} is below power.idle_mw = {i} (0 means per-operation energies only)"),
-        )
+        )?;
+        if let Some(s) = self.standby_mw {
+            non_negative("standby_mw", s)?;
+            require(
+                s <= i,
+                &format!("power.standby_mw = {s} is above power.idle_mw = {i}"),
+            )?;
+        }
+        for (field, v) in [
+            ("standby_after_ms", self.standby_after_ms),
+            ("wake_ms", Some(self.wake_ms)),
+            ("wake_mj", Some(self.wake_mj)),
+        ] {
+            let Some(v) = v else { continue };
+            non_negative(field, v)?;
+            require(
+                self.standby_mw.is_some() || (field != "standby_after_ms" && v == 0.0),
+                &format!("power.{field} needs power.standby_mw (the device has no standby state)"),
+            )?;
+        }
+        Ok(())
     }
+
+    /// The standby timer in nanoseconds, if set.
+    pub fn standby_after_ns(&self) -> Option<crate::Nanos> {
+        self.standby_after_ms.map(ms_to_ns)
+    }
+
+    /// The wake-up time in nanoseconds.
+    pub fn wake_ns(&self) -> crate::Nanos {
+        ms_to_ns(self.wake_ms)
+    }
+
+    /// The energy of one wake-up in nanojoules.
+    pub fn wake_nj(&self) -> u64 {
+        debug_assert!(self.wake_mj.is_finite() && self.wake_mj >= 0.0);
+        (self.wake_mj * 1e6).round() as u64
+    }
+}
+
+/// Milliseconds (as written in specs) to nanoseconds.
+fn ms_to_ns(ms: f64) -> crate::Nanos {
+    debug_assert!(ms.is_finite() && ms >= 0.0, "{ms} ms");
+    (ms * 1e6).round() as crate::Nanos
 }
 
 /// The cost model and its parameters.
@@ -346,6 +416,67 @@ mod tests {
         // The library parser checks signs too, for specs built in code.
         let e = DeviceSpec::from_toml(&FULL.replace("9000", "-1"), "t").unwrap_err();
         assert!(e.to_string().contains("active_mw = -1"), "{e}");
+    }
+
+    fn with_power(power: &str) -> String {
+        user(&FULL.replace("active_mw = 9000, idle_mw = 6000", power))
+    }
+
+    #[test]
+    fn standby_fields_are_optional_and_checked() {
+        let p = "active_mw = 9000, idle_mw = 6000";
+        assert_eq!(with_power(&format!("{p}, standby_mw = 1000")), "ok");
+        let all = ", standby_after_ms = 60000, wake_ms = 7000, wake_mj = 150000";
+        assert_eq!(with_power(&format!("{p}, standby_mw = 1000{all}")), "ok");
+        // A timer of 0: asleep as soon as idle.
+        let zero = ", standby_mw = 10, standby_after_ms = 0";
+        assert_eq!(with_power(&format!("{p}{zero}")), "ok");
+        for (extra, error) in [
+            (
+                ", standby_mw = 7000",
+                "power.standby_mw = 7000 is above power.idle_mw = 6000",
+            ),
+            (
+                ", standby_mw = -1",
+                "power.standby_mw = -1 must be a number >= 0",
+            ),
+            (
+                ", standby_mw = 1000, wake_ms = -2",
+                "power.wake_ms = -2 must be a number >= 0",
+            ),
+            (
+                ", standby_mw = 1000, standby_after_ms = nan",
+                "power.standby_after_ms = NaN must be a number >= 0",
+            ),
+            (
+                ", standby_after_ms = 1000",
+                "power.standby_after_ms needs power.standby_mw (the device has no standby state)",
+            ),
+            (
+                ", wake_mj = 5",
+                "power.wake_mj needs power.standby_mw (the device has no standby state)",
+            ),
+        ] {
+            let e = with_power(&format!("{p}{extra}"));
+            assert_eq!(e, format!("device spec: {error}"), "{extra}");
+        }
+    }
+
+    #[test]
+    fn unset_standby_fields_are_not_serialised() {
+        let spec = DeviceSpec::from_user_toml(FULL, "t").unwrap();
+        let json = serde_json::to_string(&spec.power).unwrap();
+        assert_eq!(json, r#"{"active_mw":9000.0,"idle_mw":6000.0}"#);
+        let p = PowerSpec {
+            standby_mw: Some(1000.0),
+            standby_after_ms: Some(1.5),
+            wake_ms: 7000.0,
+            wake_mj: 0.25,
+            ..spec.power
+        };
+        assert_eq!(p.standby_after_ns(), Some(1_500_000));
+        assert_eq!(p.wake_ns(), 7_000_000_000);
+        assert_eq!(p.wake_nj(), 250_000);
     }
 
     #[test]

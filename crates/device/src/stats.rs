@@ -31,15 +31,29 @@ pub struct DeviceStats {
     pub nand_program_bytes: u64,
     /// Sum of service times (ns); parallel units can make it exceed the clock.
     pub busy_ns: u64,
-    /// Energy in nanojoules: per-operation energy plus active power while busy.
-    /// Idle power is added by [`DeviceStats::energy_with_idle_nj`].
+    /// Energy in nanojoules: per-operation energy plus active power while
+    /// busy, and the energy of wake-ups from standby. Idle and standby power
+    /// are added by [`crate::BlockDevice::energy_nj_until`].
     pub energy_nj: u64,
+    /// Time spent in standby, up to the last wake-up (ns).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub standby_ns: u64,
+    /// Wake-ups from standby (an HDD's spin-ups).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wakeups: u64,
+    /// Time requests waited for wake-ups (ns).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub wake_ns: u64,
     /// What an FTL's merges, mapping cache, data cache and planes did.
     #[serde(flatten)]
     pub ftl: FtlCounters,
     /// Erase counts of the erase units (physical blocks), for wear.
     #[serde(skip_serializing_if = "EraseCounts::is_empty")]
     pub erase_counts: EraseCounts,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Counters of an FTL's internals (zero on devices without them). The NAND
@@ -179,6 +193,14 @@ impl EraseCounts {
         self.erased.len()
     }
 
+    /// Appends `other`'s units after these (two devices' blocks as one list).
+    pub fn append(&mut self, other: &EraseCounts) {
+        let base = self.units;
+        self.erased
+            .extend(other.erased.iter().map(|(&u, &c)| (base + u, c)));
+        self.units += other.units;
+    }
+
     /// Sum of all erase counts.
     pub fn total(&self) -> u64 {
         self.erased.values().map(|&c| u64::from(c)).sum()
@@ -223,10 +245,38 @@ impl DeviceStats {
     }
 
     /// Energy including idle power for the time the device was not busy,
-    /// up to virtual time `clock`.
+    /// up to virtual time `clock` (a device without standby).
     pub fn energy_with_idle_nj(&self, clock: u64, idle_mw: f64) -> u64 {
         let idle_ns = clock.saturating_sub(self.busy_ns);
-        // mW * ns = 1e-3 W * 1e-9 s = 1e-12 J = 1e-3 nJ
-        self.energy_nj + (idle_mw * idle_ns as f64 / 1000.0) as u64
+        self.energy_nj + nj(idle_mw, idle_ns)
     }
+
+    /// Adds `other`'s counters to these (two devices as one). Erase counts
+    /// are concatenated: `other`'s units follow these.
+    pub fn add(&mut self, o: &DeviceStats) {
+        self.host_reads += o.host_reads;
+        self.host_writes += o.host_writes;
+        self.host_read_bytes += o.host_read_bytes;
+        self.host_write_bytes += o.host_write_bytes;
+        self.flushes += o.flushes;
+        self.trims += o.trims;
+        self.nand_page_reads += o.nand_page_reads;
+        self.nand_page_programs += o.nand_page_programs;
+        self.block_erases += o.block_erases;
+        self.gc_page_moves += o.gc_page_moves;
+        self.nand_program_bytes += o.nand_program_bytes;
+        self.busy_ns += o.busy_ns;
+        self.energy_nj += o.energy_nj;
+        self.standby_ns += o.standby_ns;
+        self.wakeups += o.wakeups;
+        self.wake_ns += o.wake_ns;
+        self.ftl = self.ftl.plus(&o.ftl);
+        self.erase_counts.append(&o.erase_counts);
+    }
+}
+
+/// Energy in nanojoules of `mw` milliwatts drawn for `ns` nanoseconds.
+pub(crate) fn nj(mw: f64, ns: u64) -> u64 {
+    // mW * ns = 1e-3 W * 1e-9 s = 1e-12 J = 1e-3 nJ
+    (mw * ns as f64 / 1000.0) as u64
 }

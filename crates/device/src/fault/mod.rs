@@ -321,4 +321,20 @@ impl<D: BlockDevice> BlockDevice for FaultDevice<D> {
     fn busy_until(&self) -> Nanos {
         self.inner.busy_until().max(self.late)
     }
+
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.inner.energy_nj_until(t)
+    }
+
+    fn advance_to(&mut self, t: Nanos) {
+        self.inner.advance_to(t)
+    }
+
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        self.inner.set_standby_after(after)
+    }
+
+    fn tiers(&self) -> Option<crate::Tiers> {
+        self.inner.tiers()
+    }
 }
