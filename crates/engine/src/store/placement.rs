@@ -52,27 +52,41 @@ pub(crate) enum Io {
 /// on a 7,200 rpm disk (about 8 ms either way).
 const PRIOR_NS: [[f64; 2]; 2] = [[100e3, 1e6], [8e6, 8e6]];
 
+/// Page I/Os a cost is averaged over: the mean of the last so many,
+/// roughly (an exponential moving average), so a device whose cost
+/// changes (an SSD that wrote sequentially while loading and merges blocks
+/// under random updates) is judged by what it does now.
+const WINDOW: f64 = 64.0;
+
 /// Mean device time per page I/O, by device and kind.
 #[derive(Debug, Default)]
 pub(crate) struct Costs {
-    sum_ns: [[u64; 2]; 2],
+    mean_ns: [[f64; 2]; 2],
     n: [[u64; 2]; 2],
 }
 
 impl Costs {
     /// `pages` pages were read or written on `side` in `ns` of device time.
+    /// An untimed device (0 ns) teaches nothing.
     pub fn observe(&mut self, side: Side, io: Io, pages: u64, ns: u64) {
         let (s, i) = (side as usize, io as usize);
-        self.sum_ns[s][i] += ns;
+        if pages == 0 || ns == 0 {
+            return;
+        }
         self.n[s][i] += pages;
+        // The first pages' plain mean, then a moving one.
+        let w = (pages as f64 / (self.n[s][i] as f64).min(WINDOW)).min(1.0);
+        let per_page = ns as f64 / pages as f64;
+        self.mean_ns[s][i] += (per_page - self.mean_ns[s][i]) * w;
+        debug_assert!(self.mean_ns[s][i] > 0.0, "a timed device costs time");
     }
 
     /// What one page I/O costs on `side`, in nanoseconds.
     pub fn of(&self, side: Side, io: Io) -> f64 {
         let (s, i) = (side as usize, io as usize);
-        match (self.n[s][i], self.sum_ns[s][i]) {
-            (0, _) | (_, 0) => PRIOR_NS[s][i],
-            (n, sum) => sum as f64 / n as f64,
+        match self.n[s][i] {
+            0 => PRIOR_NS[s][i],
+            _ => self.mean_ns[s][i],
         }
     }
 }
@@ -170,6 +184,12 @@ mod tests {
         assert_eq!(c.of(Side::Slow, Io::Read), 8e6);
         c.observe(Side::Slow, Io::Read, 2, 10_000_000);
         assert_eq!(c.of(Side::Slow, Io::Read), 5e6);
+        c.observe(Side::Slow, Io::Read, 2, 2_000_000);
+        assert_eq!(c.of(Side::Slow, Io::Read), 3e6, "the mean of the first pages");
+        for _ in 0..1000 {
+            c.observe(Side::Slow, Io::Read, 1, 1_000_000);
+        }
+        assert!((c.of(Side::Slow, Io::Read) - 1e6).abs() < 1.0, "what it costs now");
         // An untimed device (0 ns) leaves the class figure.
         c.observe(Side::Fast, Io::Write, 3, 0);
         assert_eq!(c.of(Side::Fast, Io::Write), 1e6);

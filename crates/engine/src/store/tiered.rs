@@ -417,6 +417,11 @@ impl PageStore for Tiered {
         0
     }
     fn used(&self, next_page: PageId) -> u64 {
+        if self.slot_start > self.home_start {
+            // The fast device's slots lie above the homes, to the region's
+            // end: no room above for the log to move to.
+            return self.slot_offset(self.slots.len() as u32);
+        }
         let homes = self.home_start + next_page * self.page_size as u64;
         let slots = (0..self.slots.len())
             .rev()
