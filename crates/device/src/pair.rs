@@ -5,9 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::{
-    BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos, Result, Syncer,
-};
+use crate::{BlockDevice, Completion, DeviceError, DeviceStats, Geometry, Nanos, Result, Syncer};
 
 /// Which of a pair's devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -195,7 +193,10 @@ impl BlockDevice for PairDevice {
         let mut cs = Vec::with_capacity(2);
         for (t, o, into, len) in self.pieces(offset, buf.len() as u64) {
             self.dirty[idx(t)] = true;
-            cs.push(self.dev(t).write_at(at, o, &buf[into..into + len as usize])?);
+            cs.push(
+                self.dev(t)
+                    .write_at(at, o, &buf[into..into + len as usize])?,
+            );
         }
         Ok(join(at, &cs))
     }

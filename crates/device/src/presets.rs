@@ -85,6 +85,41 @@ mod tests {
         assert!(hdd.fitted_row("random_write", "8K") && !hdd.fitted_row("random_read", "8K"));
     }
 
+    /// Every disk and SSD preset has a standby state whose figures its
+    /// calibration sources (a data sheet or an assumption), and none sets
+    /// the standby timer, a host policy: lab figures stay those of an
+    /// always-idle device.
+    #[test]
+    fn disks_and_ssds_have_a_sourced_standby_state_and_no_timer() {
+        for spec in super::all() {
+            let p = spec.power;
+            assert_eq!(p.standby_after_ms, None, "{}", spec.name);
+            let disk = spec.model.kind() == "hdd";
+            let ssd = spec.name.contains("ssd") && spec.model.kind() == "ftl";
+            if !(disk || ssd || spec.name == "nvme" || spec.name == "toshiba-62g") {
+                continue;
+            }
+            assert!(p.standby_mw.is_some(), "{} has no standby", spec.name);
+            let given = spec.calibration.given.join("; ");
+            for field in ["standby_mw", "wake_ms", "wake_mj"] {
+                assert!(
+                    given.contains(field),
+                    "{}: where is {field} from?",
+                    spec.name
+                );
+            }
+            if disk {
+                assert!(
+                    p.wake_ms >= 1000.0,
+                    "{}: a spin-up takes seconds",
+                    spec.name
+                );
+            } else {
+                assert!(p.wake_ms < 100.0, "{}: an SSD wakes in ms", spec.name);
+            }
+        }
+    }
+
     #[test]
     fn unknown_preset_lists_the_known_ones() {
         let e = super::get("nope").unwrap_err().to_string();

@@ -49,7 +49,11 @@ fn an_idle_disk_spins_down_and_the_next_request_pays_the_spin_up() {
     awake.advance_to(at);
     sleepy.advance_to(at);
     assert_eq!(sleepy.clock(), at);
-    assert_eq!(sleepy.stats().wakeups, 0, "sleep is decided at the next request");
+    assert_eq!(
+        sleepy.stats().wakeups,
+        0,
+        "sleep is decided at the next request"
+    );
     let d2 = read(&mut sleepy, at, 40 << 30);
     // The disk serves it as the spinning one serves it issued 10 s later
     // (issued at `at`, the spinning disk's rotational position differs).
@@ -97,7 +101,11 @@ fn an_ssd_request_after_standby_ends_exactly_the_wake_up_later() {
         let a = read(&mut awake, at, 1 << 20);
         let d = read(&mut sleepy, at, 1 << 20);
         let shift = if i == 0 { 0 } else { wake };
-        assert_eq!((d.start, d.end), (a.start + shift, a.end + shift), "read {i}");
+        assert_eq!(
+            (d.start, d.end),
+            (a.start + shift, a.end + shift),
+            "read {i}"
+        );
     }
     assert_eq!(sleepy.stats().wakeups, 1);
 }
@@ -108,7 +116,10 @@ fn an_ssd_request_after_standby_ends_exactly_the_wake_up_later() {
 fn without_a_timer_nothing_changes() {
     for name in ["hdd-7200", "hdd-15k", "ssd-x25m", "nvme"] {
         let spec = presets::get(name).unwrap();
-        assert!(spec.power.standby_mw.is_some(), "{name} has a standby state");
+        assert!(
+            spec.power.standby_mw.is_some(),
+            "{name} has a standby state"
+        );
         assert_eq!(spec.power.standby_after_ms, None, "{name}: no timer");
         let mut bare = spec.clone();
         bare.power.standby_mw = None;
@@ -172,10 +183,7 @@ fn energy_past_the_clock_is_idle_then_standby() {
     let c = read(&mut d, 0, 0);
     let (ops, busy) = (c.energy_nj, d.stats().busy_ns);
     assert_eq!(d.energy_nj_until(0), d.energy_nj_until(c.end));
-    assert_eq!(
-        d.energy_nj_until(c.end),
-        ops + nj(p.idle_mw, c.end - busy)
-    );
+    assert_eq!(d.energy_nj_until(c.end), ops + nj(p.idle_mw, c.end - busy));
     // Before the timer runs out: idle only.
     let h = c.end + T / 2;
     assert_eq!(d.energy_nj_until(h), ops + nj(p.idle_mw, h - busy));

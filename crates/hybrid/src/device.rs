@@ -531,6 +531,9 @@ impl BlockDevice for HybridDevice {
             nand_program_bytes: a.nand_program_bytes + b.nand_program_bytes,
             busy_ns: a.busy_ns + b.busy_ns,
             energy_nj: a.energy_nj + b.energy_nj,
+            standby_ns: a.standby_ns + b.standby_ns,
+            wakeups: a.wakeups + b.wakeups,
+            wake_ns: a.wake_ns + b.wake_ns,
             ftl: a.ftl.plus(&b.ftl),
             erase_counts: a.erase_counts,
             ..self.host.clone()
@@ -541,5 +544,9 @@ impl BlockDevice for HybridDevice {
         self.clock
             .max(self.ssd.busy_until())
             .max(self.hdd.busy_until())
+    }
+    /// Both devices' energy, idle and standby power included.
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.ssd.energy_nj_until(t) + self.hdd.energy_nj_until(t)
     }
 }

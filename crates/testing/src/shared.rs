@@ -87,4 +87,16 @@ impl<D: BlockDevice + 'static> BlockDevice for Shared<D> {
     fn stats(&self) -> DeviceStats {
         self.with(|d| d.stats())
     }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.with(|d| d.energy_nj_until(t))
+    }
+    fn advance_to(&mut self, t: Nanos) {
+        self.with(|d| d.advance_to(t))
+    }
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        self.with(|d| d.set_standby_after(after))
+    }
+    fn tiers(&self) -> Option<flashkv_device::Tiers> {
+        self.with(|d| d.tiers())
+    }
 }

@@ -94,6 +94,18 @@ impl BlockDevice for Recorder {
     fn busy_until(&self) -> Nanos {
         self.inner.busy_until()
     }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.inner.energy_nj_until(t)
+    }
+    fn advance_to(&mut self, t: Nanos) {
+        self.inner.advance_to(t)
+    }
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        self.inner.set_standby_after(after)
+    }
+    fn tiers(&self) -> Option<flashkv_device::Tiers> {
+        self.inner.tiers()
+    }
 }
 
 /// A device owned by the store and watched by the lab (its clock, and the
@@ -139,5 +151,17 @@ impl<D: BlockDevice> BlockDevice for Shared<D> {
     }
     fn busy_until(&self) -> Nanos {
         self.lock().busy_until()
+    }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.lock().energy_nj_until(t)
+    }
+    fn advance_to(&mut self, t: Nanos) {
+        self.lock().advance_to(t)
+    }
+    fn set_standby_after(&mut self, after: Option<Nanos>) -> Result<()> {
+        self.lock().set_standby_after(after)
+    }
+    fn tiers(&self) -> Option<flashkv_device::Tiers> {
+        self.lock().tiers()
     }
 }
