@@ -50,11 +50,11 @@ fn fresh(nand: bool, plan: FaultPlan, grouped: bool) -> Dev {
     on(Box::new(MemDevice::new(geometry(nand))), plan, grouped)
 }
 
-/// A pair for a two-device store: a fast device of a few dozen page slots
-/// (so pages are turned away and, with hot/cold, sent back), the first
-/// device holding the checkpoints and the log.
-fn two(first: Tier, plan: FaultPlan, grouped: bool) -> Dev {
-    let slots = 24 * 4096;
+/// A pair for a two-device store: a fast device of a few page slots (so
+/// pages are turned away and, with hot/cold, sent back), the first device
+/// holding the checkpoints and the log.
+fn two(first: Tier, slots: u64, plan: FaultPlan, grouped: bool) -> Dev {
+    let slots = slots * 4096;
     let fast = match first {
         Tier::Fast => (2 << 20) + (1 << 20) + slots,
         Tier::Slow => slots,
@@ -163,7 +163,10 @@ fn crash_case(
     let grouped = seed % 2 == 1;
     // A dry run counts the writes; then crash at one of them.
     let device = |plan| match kind {
-        StoreKind::TwoDevice(_) => two([Tier::Fast, Tier::Slow][(seed >> 2) as usize % 2], plan, grouped),
+        StoreKind::TwoDevice(_) => {
+            let first = [Tier::Fast, Tier::Slow][(seed >> 2) as usize % 2];
+            two(first, [4, 24][(seed >> 3) as usize % 2], plan, grouped)
+        }
         _ => fresh(nand, plan, grouped),
     };
     let dry = device(plan(&mut rng, None));
@@ -249,8 +252,12 @@ fn crash_in_place_nand() {
 fn crash_two_device() {
     let test = "crash_two_device";
     let case = |s: u64| {
-        let placement = [Placement::IndexOnFast, Placement::HotCold][(s % 2) as usize];
-        case(s, StoreKind::TwoDevice(placement), false)
+        let kind = StoreKind::TwoDevice([Placement::IndexOnFast, Placement::HotCold][(s % 2) as usize]);
+        match s % 5 {
+            // Deeper trees: more pages than slots, pages sent back.
+            4 => case_sized(s, kind, false, 200..500, 3000),
+            _ => case(s, kind, false),
+        }
     };
     cases(test, 90_000..91_000, case).assert_hits(test, 80);
 }

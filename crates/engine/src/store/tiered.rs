@@ -79,6 +79,9 @@ pub(crate) struct Tiered {
     on_fast: HashMap<PageId, u32>,
     /// Pages on the fast device whose home still holds their image.
     home_current: HashSet<PageId>,
+    /// The pages of the write under way: placed, not written yet, so no
+    /// victim to make room for another.
+    writing: HashSet<PageId>,
     /// Largest write of consecutive pages.
     write_size: u64,
     unit: u64,
@@ -142,6 +145,7 @@ impl Tiered {
             free: BTreeSet::new(),
             on_fast: HashMap::new(),
             home_current: HashSet::new(),
+            writing: HashSet::new(),
             write_size: ps,
             unit: unit.max(ps),
             sealed: Sealed::default(),
@@ -290,7 +294,7 @@ impl Tiered {
         let victim = sampled
             .into_iter()
             .filter_map(|s| self.slots[s as usize].map(|v| (v, s)))
-            .filter(|&(v, _)| v != id)
+            .filter(|&(v, _)| v != id && !self.writing.contains(&v))
             .min_by(|a, b| self.heat.gain(a.0).total_cmp(&self.heat.gain(b.0)));
         match victim {
             Some((v, s)) if self.heat.gain(v) < self.heat.gain(id) => {
@@ -513,12 +517,14 @@ impl PageStore for Tiered {
 
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
         let mut pages = Vec::with_capacity(frames.len());
+        self.writing = frames.iter().map(|(id, _)| *id).collect();
         for (id, f) in frames.iter_mut() {
             debug_assert!(f.dirty, "page {id}: only changed pages are written");
             let to = self.target(disk, *id, f.page.kind())?;
             self.place(*id, to, false);
             pages.push((self.offset(to, *id), *id, f.page.seal().to_vec()));
         }
+        self.writing.clear();
         self.write_pages(disk, pages)?;
         for (_, f) in frames.iter_mut() {
             f.clean();
