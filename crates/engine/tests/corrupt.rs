@@ -5,8 +5,10 @@
 //! reference model's) or an error: a wrong value fails the case. A failing
 //! case prints its seed; `FLASHKV_SEED=<n>` reruns it.
 
-use flashkv_device::{FaultDevice, FaultPlan, Geometry, MemDevice, Strike};
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_device::{
+    BlockDevice, FaultDevice, FaultPlan, Geometry, MemDevice, PairDevice, Strike, Tier,
+};
+use flashkv_engine::{Db, Error, IplGeometry, Options, Placement, StoreKind};
 use flashkv_testing::{cases, soak, Shared};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -16,7 +18,7 @@ use rand::{Rng, SeedableRng};
 mod common;
 use common::{apply, workload, Model, Op};
 
-type Dev = Shared<FaultDevice<MemDevice>>;
+type Dev = Shared<FaultDevice<Box<dyn BlockDevice>>>;
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -38,14 +40,24 @@ fn plan(fault: Fault, seed: u64) -> FaultPlan {
     p
 }
 
-fn device(nand: bool, plan: FaultPlan) -> Dev {
-    let geo = Geometry {
-        sector_size: 512,
-        erase_unit: nand.then_some(128 << 10),
-        capacity: 24 << 20,
-        program_once: nand,
+fn device(kind: StoreKind, nand: bool, plan: FaultPlan) -> Dev {
+    let mem = |capacity| {
+        Box::new(MemDevice::new(Geometry {
+            sector_size: 512,
+            erase_unit: nand.then_some(128 << 10),
+            capacity,
+            program_once: nand,
+        }))
     };
-    Shared::new(FaultDevice::new(MemDevice::new(geo), plan))
+    let dev: Box<dyn BlockDevice> = match kind {
+        // Checkpoints and a log of up to 1 MiB on the fast device, then 16 slots.
+        StoreKind::TwoDevice(_) => Box::new(
+            PairDevice::new(mem((3 << 20) + (16 << 12)), mem(24 << 20), Tier::Fast)
+                .expect("a pair of memory devices"),
+        ),
+        _ => mem(24 << 20),
+    };
+    Shared::new(FaultDevice::new(dev, plan))
 }
 
 /// An error that reports damage: what the engine owes a corrupted device.
@@ -169,7 +181,7 @@ fn case(seed: u64, attempt: u64, kind: StoreKind, nand: bool, fault: Fault, reop
         .build()
         .unwrap();
     let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
-    let dev = device(nand, plan(fault, rng.gen::<u64>().wrapping_add(attempt)));
+    let dev = device(kind, nand, plan(fault, rng.gen::<u64>().wrapping_add(attempt)));
     let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();
     let db = match Db::open(Box::new(dev.clone()), o.clone()) {
         Ok(db) => db,
@@ -200,11 +212,13 @@ fn case(seed: u64, attempt: u64, kind: StoreKind, nand: bool, fault: Fault, reop
     before || struck(&dev)
 }
 
-const KINDS: [(StoreKind, bool); 4] = [
+const KINDS: [(StoreKind, bool); 6] = [
     (StoreKind::InPlace, false),
     (StoreKind::InPageLogging(IplGeometry::seed()), false),
     (StoreKind::InPlace, true),
     (StoreKind::InPageLogging(IplGeometry::shared()), true),
+    (StoreKind::TwoDevice(Placement::IndexOnFast), false),
+    (StoreKind::TwoDevice(Placement::HotCold), false),
 ];
 
 /// Fault plans a case tries before it gives up on its fault striking.
@@ -216,7 +230,7 @@ const ATTEMPTS: u64 = 64;
 /// of the bit-flip cases and 89 to 98 % of the others (measured over
 /// these tests' seeds), where the workload read or wrote too little.
 fn any_case(seed: u64, fault: Fault, reopen: bool) -> bool {
-    let (kind, nand) = KINDS[(seed % 4) as usize];
+    let (kind, nand) = KINDS[(seed % KINDS.len() as u64) as usize];
     (0..ATTEMPTS).any(|a| case(seed, a, kind, nand, fault, reopen))
 }
 

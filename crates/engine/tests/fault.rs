@@ -4,8 +4,8 @@
 //! torn inside a sector too: the harness on the simulators' own geometry and
 //! cost models rather than the untimed `MemDevice` of `crash.rs`.
 
-use flashkv_device::{presets, DeviceError, FaultDevice, FaultPlan, SimDevice};
-use flashkv_engine::{Db, Error, IplGeometry, Options, StoreKind};
+use flashkv_device::{presets, BlockDevice, DeviceError, FaultDevice, FaultPlan, PairDevice, Tier};
+use flashkv_engine::{Db, Error, IplGeometry, Options, Placement, StoreKind};
 use flashkv_testing::{cases, Shared};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -15,10 +15,18 @@ use rand::{Rng, SeedableRng};
 mod common;
 use common::{run, workload, Model};
 
-type Dev = Shared<FaultDevice<SimDevice>>;
+type Dev = Shared<FaultDevice<Box<dyn BlockDevice>>>;
 
+/// A preset, or "FAST+SLOW": a pair of two, the fast one first.
 fn device(preset: &str, plan: FaultPlan) -> Dev {
-    Shared::new(FaultDevice::new(presets::open(preset).unwrap(), plan))
+    let open = |p: &str| Box::new(presets::open(p).unwrap());
+    let dev: Box<dyn BlockDevice> = match preset.split_once('+') {
+        Some((fast, slow)) => {
+            Box::new(PairDevice::new(open(fast), open(slow), Tier::Fast).unwrap())
+        }
+        None => open(preset),
+    };
+    Shared::new(FaultDevice::new(dev, plan))
 }
 
 fn opts(kind: StoreKind, frames: usize, sync: bool) -> Options {
@@ -96,4 +104,12 @@ fn fault_device_both_on_an_ftl_ssd() {
     let kind = StoreKind::InPageLogging(IplGeometry::shared());
     many(test, "nvme", kind, 2000..2300);
     many(test, "nvme", StoreKind::InPlace, 3000..3300);
+}
+
+#[test]
+fn fault_device_two_device_on_an_ssd_and_a_disk() {
+    let test = "fault_device_two_device_on_an_ssd_and_a_disk";
+    let pair = "ssd-x25m+hdd-7200";
+    many(test, pair, StoreKind::TwoDevice(Placement::IndexOnFast), 4000..4200);
+    many(test, pair, StoreKind::TwoDevice(Placement::HotCold), 5000..5200);
 }

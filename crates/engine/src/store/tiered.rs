@@ -616,3 +616,51 @@ impl PageStore for Tiered {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn span() -> Span {
+        Span {
+            region: 1 << 20..(64 << 20),
+            fast: 0..(8 << 20),
+            slow: (8 << 20)..(64 << 20),
+        }
+    }
+
+    fn store(state: &[u8]) -> Result<Tiered> {
+        Tiered::new(Placement::HotCold, span(), 4096, 128 << 10, 100, state)
+    }
+
+    proptest! {
+        /// A checkpoint's map, whatever its bytes, restores or is refused.
+        #[test]
+        fn the_map_decoder_survives_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let _ = store(&bytes);
+        }
+    }
+
+    #[test]
+    fn the_map_round_trips_and_names_the_pair() {
+        let mut s = store(&[]).unwrap();
+        for (id, slot) in [(5u64, 0u32), (9, 3), (1, 7)] {
+            s.place(id, Loc::Slot(slot), false);
+        }
+        let mut out = Vec::new();
+        s.encode_state(&mut out);
+        let t = store(&out).unwrap();
+        assert_eq!(t.on_fast, s.on_fast);
+        assert_eq!(t.slots, t.ckpt, "what a checkpoint names is kept");
+        assert!(!t.free.contains(&3) && t.free.contains(&4));
+        // Another pair's layout is refused, and so is a repeated slot.
+        let other = Span { fast: 0..(4 << 20), ..span() };
+        let e = Tiered::new(Placement::HotCold, other, 4096, 128 << 10, 100, &out);
+        assert!(matches!(e, Err(Error::InvalidOption { .. })));
+        let mut dup = out.clone();
+        let n = dup.len();
+        dup[n - ENTRY..n - ENTRY + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert!(matches!(store(&dup), Err(Error::Corrupt { .. })));
+    }
+}
