@@ -161,11 +161,13 @@ impl PairDevice {
 
 /// The completion of requests issued together.
 fn join(at: Nanos, cs: &[Completion]) -> Completion {
-    Completion {
+    let c = Completion {
         start: cs.iter().map(|c| c.start).min().unwrap_or(at),
         end: cs.iter().map(|c| c.end).max().unwrap_or(at),
         energy_nj: cs.iter().map(|c| c.energy_nj).sum(),
-    }
+    };
+    debug_assert!(c.start <= c.end, "a completion ends after it starts");
+    c
 }
 
 impl BlockDevice for PairDevice {
@@ -263,6 +265,7 @@ impl BlockDevice for PairDevice {
 
     fn tiers(&self) -> Option<Tiers> {
         let second = self.split..self.geometry().capacity;
+        debug_assert!(self.split <= second.end, "the first device comes first");
         Some(match self.first {
             Tier::Fast => Tiers {
                 fast: 0..self.split,

@@ -193,6 +193,7 @@ impl SimDevice {
     fn wake(&mut self, at: Nanos) -> (Nanos, u64) {
         match self.asleep_at() {
             Some(asleep) if at > asleep => {
+                debug_assert!(self.standby_mw.is_some(), "a timer needs a standby state");
                 self.stats.standby_ns += at - asleep;
                 self.stats.wakeups += 1;
                 self.stats.wake_ns += self.wake_ns;
@@ -222,6 +223,7 @@ impl SimDevice {
         self.clock = self.clock.max(c.end);
         let free = self.model.busy_until().unwrap_or(c.end).max(c.end);
         self.idle_since = self.idle_since.max(free);
+        debug_assert!(self.idle_since >= c.end, "idle only after the operation");
         c
     }
 }

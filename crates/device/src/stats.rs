@@ -196,9 +196,11 @@ impl EraseCounts {
     /// Appends `other`'s units after these (two devices' blocks as one list).
     pub fn append(&mut self, other: &EraseCounts) {
         let base = self.units;
+        let touched = self.erased.len() + other.erased.len();
         self.erased
             .extend(other.erased.iter().map(|(&u, &c)| (base + u, c)));
         self.units += other.units;
+        debug_assert_eq!(self.erased.len(), touched, "units do not collide");
     }
 
     /// Sum of all erase counts.
