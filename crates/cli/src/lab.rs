@@ -85,6 +85,8 @@ enum Name {
     SimScale,
     /// The page FTL's data cache, mapping cache (DFTL) and planes, each against its closed form.
     SsdInternals,
+    /// Seed 002's conclusions: OLTP and read-mostly work on hdd-7200, ssd-x25m, the hybrid and the two-device store (index on the SSD, hot/cold placement): throughput, energy per transaction with drives that sleep, SSD capacity against throughput, standby timeouts swept.
+    Placement,
     /// Seed 003 with a real database: unmodified PostgreSQL's pgbench on hdd-7200, ssd-lowend, the hybrid and nvme served over NBD (needs root, FUSE, PostgreSQL; only when named).
     Pgbench,
 }
@@ -100,6 +102,7 @@ impl Name {
             Name::Hybrid => Experiment::Hybrid,
             Name::SimScale => Experiment::SimScale,
             Name::SsdInternals => Experiment::SsdInternals,
+            Name::Placement => Experiment::Placement,
             Name::Pgbench => Experiment::Pgbench,
         }
     }

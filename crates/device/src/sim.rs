@@ -175,6 +175,16 @@ impl SimDevice {
         Ok(())
     }
 
+    /// Nanoseconds in standby up to host time `t` (at least the clock),
+    /// the standby the device is in since its last operation included.
+    pub fn standby_ns_until(&self, t: Nanos) -> u64 {
+        let horizon = t.max(self.clock);
+        let pending = self
+            .asleep_at()
+            .map_or(0, |asleep| horizon.saturating_sub(asleep));
+        self.stats.standby_ns + pending
+    }
+
     /// The standby timer, if set.
     pub fn standby_after(&self) -> Option<Nanos> {
         self.standby_after
@@ -318,12 +328,9 @@ impl BlockDevice for SimDevice {
 
     fn energy_nj_until(&self, t: Nanos) -> u64 {
         let horizon = t.max(self.clock);
-        // Standby since the last operation, not yet counted by a wake-up.
-        let pending = self
-            .asleep_at()
-            .map_or(0, |asleep| horizon.saturating_sub(asleep));
         let st = &self.stats;
-        let standby = st.standby_ns + pending;
+        // Standby since the last operation too, not yet counted by a wake-up.
+        let standby = self.standby_ns_until(horizon);
         let idle = horizon.saturating_sub(st.busy_ns + standby + st.wake_ns);
         let standby_nj = match self.standby_mw {
             Some(mw) if standby > 0 => crate::stats::nj(mw, standby),

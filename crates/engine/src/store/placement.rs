@@ -55,8 +55,9 @@ const PRIOR_NS: [[f64; 2]; 2] = [[100e3, 1e6], [8e6, 8e6]];
 /// Page I/Os a cost is averaged over: the mean of the last so many,
 /// roughly (an exponential moving average), so a device whose cost
 /// changes (an SSD that wrote sequentially while loading and merges blocks
-/// under random updates) is judged by what it does now.
-const WINDOW: f64 = 64.0;
+/// under random updates) is judged by what it does now, and a disk whose
+/// reads now hit its track buffer and now seek is judged by their mix.
+const WINDOW: f64 = 1024.0;
 
 /// Mean device time per page I/O, by device and kind.
 #[derive(Debug, Default)]

@@ -296,8 +296,18 @@ impl Tiered {
             .filter_map(|s| self.slots[s as usize].map(|v| (v, s)))
             .filter(|&(v, _)| v != id && !self.writing.contains(&v))
             .min_by(|a, b| self.heat.gain(a.0).total_cmp(&self.heat.gain(b.0)));
+        // The swap pays if what `id` gains over the victim covers writing
+        // `id` there and, unless its home is current, copying the victim home.
+        let swap = |t: &Self, v: PageId| {
+            let c = &t.heat.costs;
+            let copy = match t.home_current.contains(&v) {
+                true => 0.0,
+                false => c.of(Side::Fast, Io::Read) + c.of(Side::Slow, Io::Write),
+            };
+            c.of(Side::Fast, Io::Write) + copy
+        };
         match victim {
-            Some((v, s)) if self.heat.gain(v) < self.heat.gain(id) => {
+            Some((v, s)) if self.heat.gain(id) - self.heat.gain(v) > swap(self, v) => {
                 self.send_home(disk, v, s)?;
                 Ok(self.free.first().copied())
             }

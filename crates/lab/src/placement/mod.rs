@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lab::{LabError, LabOptions, Section};
+use crate::lab::{LabError, LabOptions};
 use crate::oltp::{Kind, Scale};
 use crate::points::{self, Output, Params, Point};
 

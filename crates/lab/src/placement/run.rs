@@ -3,7 +3,13 @@
 //! arriving at a fixed rate with the drives' standby timers set (energy per
 //! transaction, latency).
 
-use flashkv_device::{presets, BlockDevice, DeviceSpec, Nanos, PairDevice, SimDevice, Tier};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use flashkv_device::{
+    presets, BlockDevice, Completion, DeviceSpec, DeviceStats, Geometry, Nanos, PairDevice,
+    Result as DevResult, SimDevice, Tier, Tiers,
+};
 use flashkv_engine::{Db, Options, Placement, StoreKind};
 use flashkv_hybrid::HybridDevice;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
@@ -61,13 +67,122 @@ pub fn break_even(spec: &DeviceSpec) -> Option<Nanos> {
     (saved_mw > 0.0).then(|| (p.wake_mj / saved_mw * 1e9).round() as Nanos)
 }
 
-/// A drive of `spec` with `bytes` of capacity (the preset's where `None`).
-fn drive(spec: &DeviceSpec, bytes: Option<u64>) -> Result<SimDevice, LabError> {
-    let mut spec = spec.clone();
-    if let Some(b) = bytes {
-        spec.capacity = b;
+/// The first `len` bytes of a drive, as a partition of it: how much SSD
+/// a design is given (an FTL model of a few megabytes would have no room
+/// for its spare blocks; a partition of the whole drive is what a smaller
+/// SSD of the same class does).
+struct Partition {
+    inner: Shared<SimDevice>,
+    len: u64,
+}
+
+impl Partition {
+    fn check(&self, offset: u64, len: u64) -> DevResult<()> {
+        self.geometry().check(offset, len)
     }
-    Ok(SimDevice::new(&spec)?)
+}
+
+impl BlockDevice for Partition {
+    fn geometry(&self) -> Geometry {
+        Geometry {
+            capacity: self.len,
+            ..self.inner.geometry()
+        }
+    }
+    fn read_at(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> DevResult<Completion> {
+        self.check(offset, buf.len() as u64)?;
+        self.inner.read_at(at, offset, buf)
+    }
+    fn write_at(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> DevResult<Completion> {
+        self.check(offset, buf.len() as u64)?;
+        self.inner.write_at(at, offset, buf)
+    }
+    fn flush_at(&mut self, at: Nanos) -> DevResult<Completion> {
+        self.inner.flush_at(at)
+    }
+    fn trim_at(&mut self, at: Nanos, offset: u64, len: u64) -> DevResult<Completion> {
+        self.check(offset, len)?;
+        self.inner.trim_at(at, offset, len)
+    }
+    fn clock(&self) -> Nanos {
+        self.inner.clock()
+    }
+    fn busy_until(&self) -> Nanos {
+        self.inner.busy_until()
+    }
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
+    }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.inner.energy_nj_until(t)
+    }
+}
+
+/// The SSD a design gets: the whole drive, or its first `bytes` (rounded
+/// up to whole sectors).
+fn ssd_of(ssd: &Shared<SimDevice>, bytes: Option<u64>) -> Box<dyn BlockDevice> {
+    match bytes {
+        None => Box::new(ssd.clone()),
+        Some(b) => {
+            let sector = u64::from(ssd.geometry().sector_size);
+            Box::new(Partition {
+                inner: ssd.clone(),
+                len: b.div_ceil(sector) * sector,
+            })
+        }
+    }
+}
+
+/// The host's clock for an arrival phase: a store's device whose requests
+/// are issued no earlier than the arrival of the transaction they serve,
+/// so the drives (and the hybrid's flush worker) see the idle time between
+/// transactions.
+struct Paced {
+    inner: Box<dyn BlockDevice>,
+    floor: Arc<AtomicU64>,
+}
+
+impl Paced {
+    fn at(&self, at: Nanos) -> Nanos {
+        at.max(self.floor.load(Ordering::Relaxed))
+    }
+}
+
+impl BlockDevice for Paced {
+    fn geometry(&self) -> Geometry {
+        self.inner.geometry()
+    }
+    fn read_at(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> DevResult<Completion> {
+        let at = self.at(at);
+        self.inner.read_at(at, offset, buf)
+    }
+    fn write_at(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> DevResult<Completion> {
+        let at = self.at(at);
+        self.inner.write_at(at, offset, buf)
+    }
+    fn flush_at(&mut self, at: Nanos) -> DevResult<Completion> {
+        let at = self.at(at);
+        self.inner.flush_at(at)
+    }
+    fn trim_at(&mut self, at: Nanos, offset: u64, len: u64) -> DevResult<Completion> {
+        let at = self.at(at);
+        self.inner.trim_at(at, offset, len)
+    }
+    fn clock(&self) -> Nanos {
+        self.at(self.inner.clock())
+    }
+    fn busy_until(&self) -> Nanos {
+        self.at(self.inner.busy_until())
+    }
+    fn stats(&self) -> DeviceStats {
+        self.inner.stats()
+    }
+    fn tiers(&self) -> Option<Tiers> {
+        self.inner.tiers()
+    }
+    fn energy_nj_until(&self, t: Nanos) -> u64 {
+        self.inner.energy_nj_until(t)
+    }
 }
 
 /// A configuration's devices, and handles to query them while the store
@@ -82,16 +197,15 @@ struct Handles(Vec<(Tier, Shared<SimDevice>)>);
 
 /// The devices of `config`; `ssd_bytes` sizes the SSD (else the preset's).
 fn rig(config: Config, ssd_bytes: Option<u64>, timers: Timers) -> Result<Rig, LabError> {
-    let (hdd_spec, ssd_spec) = (presets::get(HDD)?, presets::get(SSD)?);
-    let mut hdd = drive(&hdd_spec, None)?;
-    let mut ssd = drive(&ssd_spec, ssd_bytes)?;
+    let mut hdd = presets::open(HDD)?;
+    let mut ssd = presets::open(SSD)?;
     hdd.set_standby_after(timers.hdd)?;
     ssd.set_standby_after(timers.ssd)?;
     let (hdd, ssd) = (Shared::new(hdd), Shared::new(ssd));
     let both = vec![(Tier::Slow, hdd.clone()), (Tier::Fast, ssd.clone())];
     let pair = |first| -> Result<Box<dyn BlockDevice>, LabError> {
         Ok(Box::new(PairDevice::new(
-            Box::new(ssd.clone()),
+            ssd_of(&ssd, ssd_bytes),
             Box::new(hdd.clone()),
             first,
         )?))
@@ -102,11 +216,11 @@ fn rig(config: Config, ssd_bytes: Option<u64>, timers: Timers) -> Result<Rig, La
             handles: vec![(Tier::Slow, hdd)],
         },
         Config::Ssd => Rig {
-            dev: Box::new(ssd.clone()),
+            dev: ssd_of(&ssd, ssd_bytes),
             handles: vec![(Tier::Fast, ssd)],
         },
         Config::Hybrid => {
-            let h = HybridDevice::create(Box::new(ssd.clone()), Box::new(hdd.clone()), seed_policy())
+            let h = HybridDevice::create(ssd_of(&ssd, ssd_bytes), Box::new(hdd.clone()), seed_policy())
                 .map_err(flashkv_device::DeviceError::from)?;
             Rig {
                 dev: Box::new(h),
@@ -148,10 +262,15 @@ fn energy_j(handles: &Handles, t: Nanos) -> f64 {
 /// the bytes of its pages.
 fn load(
     dev: Box<dyn BlockDevice>,
+    floor: &Arc<AtomicU64>,
     config: Config,
     size: Size,
     seed: u64,
 ) -> Result<(Db, u64), LabError> {
+    let dev = Box::new(Paced {
+        inner: dev,
+        floor: floor.clone(),
+    });
     let opts = |frames: usize| {
         Options::builder()
             .store(store(config))
@@ -178,7 +297,8 @@ pub fn measure(
     seed: u64,
 ) -> Result<Measured, LabError> {
     let rig = rig(config, ssd_bytes, Timers::default())?;
-    let (db, db_bytes) = load(rig.dev, config, size, seed)?;
+    let floor = Arc::new(AtomicU64::new(0));
+    let (db, db_bytes) = load(rig.dev, &floor, config, size, seed)?;
     let rig = Handles(rig.handles);
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x51ac);
     for _ in 0..size.warmup {
@@ -200,18 +320,18 @@ pub fn measure(
         };
         h.lock().set_standby_after(t)?;
     }
-    let mut m = arrivals(&db, &rig, workload, size, &mut rng)?;
+    let mut m = arrivals(&db, &rig, &floor, workload, size, &mut rng)?;
     m.db_bytes = db_bytes;
     m.tps = tps;
     m.fast_read_share = fast_read_share;
-    m.ssd_bytes = ssd_used(config, &db, &rig, db_bytes);
+    m.ssd_bytes = ssd_used(config, &db, &rig, db_bytes, ssd_bytes);
     Ok(m)
 }
 
 /// Bytes of SSD the configuration uses: the hybrid's circular log, as far
 /// as it has been written; a two-device store's pages there, and its log
 /// and checkpoints where they are there.
-fn ssd_used(config: Config, db: &Db, rig: &Handles, db_bytes: u64) -> u64 {
+fn ssd_used(config: Config, db: &Db, rig: &Handles, db_bytes: u64, given: Option<u64>) -> u64 {
     let fast_pages = db.stats().store.fast_pages * PAGE;
     match config {
         Config::Hdd => 0,
@@ -222,7 +342,8 @@ fn ssd_used(config: Config, db: &Db, rig: &Handles, db_bytes: u64) -> u64 {
             .filter(|(t, _)| *t == Tier::Fast)
             .map(|(_, h)| {
                 let h = h.lock();
-                h.stats().host_write_bytes.min(h.geometry().capacity)
+                let capacity = given.unwrap_or(h.geometry().capacity);
+                h.stats().host_write_bytes.min(capacity)
             })
             .sum(),
         Config::IndexOnFast | Config::HotCold => fast_pages + OVERHEAD,
@@ -235,6 +356,7 @@ fn ssd_used(config: Config, db: &Db, rig: &Handles, db_bytes: u64) -> u64 {
 fn arrivals(
     db: &Db,
     rig: &Handles,
+    floor: &AtomicU64,
     workload: Workload,
     size: Size,
     rng: &mut SmallRng,
@@ -245,20 +367,20 @@ fn arrivals(
         .0
         .iter()
         .map(|(_, h)| {
-            let s = h.lock().stats();
-            (s.standby_ns, s.wakeups)
+            let h = h.lock();
+            (h.standby_ns_until(start), h.stats().wakeups)
         })
         .collect();
     let (mut arrival, mut sum, mut max) = (start, 0u64, 0u64);
     for _ in 0..size.arrivals {
         let gap = -(1.0 - rng.gen::<f64>()).ln() / size.rate;
         arrival += (gap * 1e9) as Nanos;
-        for (_, h) in &rig.0 {
-            h.lock().advance_to(arrival);
-        }
-        let begin = db.stats().device_clock_ns.max(arrival);
+        floor.store(arrival, Ordering::Relaxed);
+        // A transaction waits for the one before it (one client).
+        let begin = db.stats().device_clock_ns;
+        debug_assert!(begin >= arrival, "the host clock is at the arrival or later");
         workload.pick(rng).run(db, size.scale, rng)?;
-        let latency = db.stats().device_clock_ns - begin.min(arrival);
+        let latency = db.stats().device_clock_ns - arrival;
         sum += latency;
         max = max.max(latency);
     }
@@ -270,8 +392,9 @@ fn arrivals(
         ..Measured::default()
     };
     for ((tier, h), (sb0, w0)) in rig.0.iter().zip(standby0) {
-        let s = h.lock().stats();
-        let (secs, wakes) = ((s.standby_ns - sb0) as f64 / 1e9, s.wakeups - w0);
+        let h = h.lock();
+        let secs = (h.standby_ns_until(end) - sb0) as f64 / 1e9;
+        let wakes = h.stats().wakeups - w0;
         match tier {
             Tier::Slow => (m.hdd_standby_s, m.hdd_wakeups) = (secs, wakes),
             Tier::Fast => (m.ssd_standby_s, m.ssd_wakeups) = (secs, wakes),
