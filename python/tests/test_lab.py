@@ -19,7 +19,8 @@ def buffer_rows(cli, tmp_path_factory):
 
 def test_points_are_the_cli_points(cli):
     assert flashkv.experiments() == [
-        "seed000", "seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale", "ssd-internals"
+        "seed000", "seed004", "ipl", "buffer", "advisor", "hybrid", "sim-scale", "ssd-internals",
+        "placement",
     ]
     for quick in (False, True):
         args = ["lab", "--points", "--json"] + (["--quick"] if quick else [])

@@ -161,8 +161,8 @@ pub use error::{Error, Location, Result, Structure};
 pub use io::RegionStats;
 pub use iter::Range;
 pub use options::{
-    IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, Placement, PolicyFactory, StoreKind,
-    LOG_SECTOR,
+    IoProfile, IplGeometry, LabOptions, Options, OptionsBuilder, Placement, PolicyFactory,
+    StoreKind, LOG_SECTOR,
 };
 pub use page::PageId;
 pub use policies::{policy_by_name, POLICY_NAMES};

@@ -181,7 +181,11 @@ fn case(seed: u64, attempt: u64, kind: StoreKind, nand: bool, fault: Fault, reop
         .build()
         .unwrap();
     let what = format!("{kind:?} nand={nand} {fault:?} frames={frames}");
-    let dev = device(kind, nand, plan(fault, rng.gen::<u64>().wrapping_add(attempt)));
+    let dev = device(
+        kind,
+        nand,
+        plan(fault, rng.gen::<u64>().wrapping_add(attempt)),
+    );
     let struck = |d: &Dev| d.with(|d| d.injected()) != Default::default();
     let db = match Db::open(Box::new(dev.clone()), o.clone()) {
         Ok(db) => db,

@@ -252,7 +252,8 @@ fn crash_in_place_nand() {
 fn crash_two_device() {
     let test = "crash_two_device";
     let case = |s: u64| {
-        let kind = StoreKind::TwoDevice([Placement::IndexOnFast, Placement::HotCold][(s % 2) as usize]);
+        let kind =
+            StoreKind::TwoDevice([Placement::IndexOnFast, Placement::HotCold][(s % 2) as usize]);
         match s % 5 {
             // Deeper trees: more pages than slots, pages sent back.
             4 => case_sized(s, kind, false, 200..500, 3000),

@@ -110,6 +110,16 @@ fn fault_device_both_on_an_ftl_ssd() {
 fn fault_device_two_device_on_an_ssd_and_a_disk() {
     let test = "fault_device_two_device_on_an_ssd_and_a_disk";
     let pair = "ssd-x25m+hdd-7200";
-    many(test, pair, StoreKind::TwoDevice(Placement::IndexOnFast), 4000..4200);
-    many(test, pair, StoreKind::TwoDevice(Placement::HotCold), 5000..5200);
+    many(
+        test,
+        pair,
+        StoreKind::TwoDevice(Placement::IndexOnFast),
+        4000..4200,
+    );
+    many(
+        test,
+        pair,
+        StoreKind::TwoDevice(Placement::HotCold),
+        5000..5200,
+    );
 }

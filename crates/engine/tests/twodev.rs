@@ -109,18 +109,27 @@ fn index_on_ssd_beats_the_hdd_on_point_reads_by_the_internal_levels_ratio() {
         .collect::<Vec<_>>()
         .try_into()
         .unwrap();
-    assert_eq!(reads_a, reads_b, "the same tree and buffer read the same pages");
+    assert_eq!(
+        reads_a, reads_b,
+        "the same tree and buffer read the same pages"
+    );
     assert_eq!(fast_b, 0);
     assert!(alone_ns > 0 && hdd_ns > 0, "both disks read");
     let leaves = reads_a - internal;
     // Every lookup misses its leaf (4 frames for 20,000 keys) and some
     // internal pages: both levels are counted.
-    assert!(leaves >= 490 && internal > 0, "{leaves} leaves, {internal} internal");
+    assert!(
+        leaves >= 490 && internal > 0,
+        "{leaves} leaves, {internal} internal"
+    );
     let t_hdd = tb as f64 / reads_b as f64;
     let t_ssd = ssd_ns as f64 / internal as f64;
     let bound = reads_a as f64 * t_hdd / (internal as f64 * t_ssd + leaves as f64 * t_hdd);
     let speedup = tb as f64 / ta as f64;
-    assert!(t_hdd / t_ssd > 20.0, "a random read: {t_hdd} ns on the disk, {t_ssd} on the SSD");
+    assert!(
+        t_hdd / t_ssd > 20.0,
+        "a random read: {t_hdd} ns on the disk, {t_ssd} on the SSD"
+    );
     assert!(
         speedup >= 0.98 * bound,
         "index on the SSD {speedup:.3}x faster; the internal levels' reads alone give {bound:.3}x"
@@ -145,12 +154,22 @@ fn index_on_fast_puts_exactly_the_internal_pages_on_the_fast_device() {
             assert_eq!(db.get(&key(i)).unwrap(), Some(vec![i as u8; 100]));
         }
         // The log is on the first device: commits write there.
-        let w0 = [ssd.with(|d| d.stats().host_writes), hdd.with(|d| d.stats().host_writes)];
+        let w0 = [
+            ssd.with(|d| d.stats().host_writes),
+            hdd.with(|d| d.stats().host_writes),
+        ];
         db.put(b"one more", b"commit").unwrap();
         db.flush().unwrap();
-        let w1 = [ssd.with(|d| d.stats().host_writes), hdd.with(|d| d.stats().host_writes)];
+        let w1 = [
+            ssd.with(|d| d.stats().host_writes),
+            hdd.with(|d| d.stats().host_writes),
+        ];
         let on = |i: usize| w1[i] > w0[i];
-        assert_eq!((on(0), on(1)), (first == Tier::Fast, first == Tier::Slow), "{first:?}");
+        assert_eq!(
+            (on(0), on(1)),
+            (first == Tier::Fast, first == Tier::Slow),
+            "{first:?}"
+        );
     }
 }
 
@@ -174,7 +193,10 @@ fn a_full_fast_device_leaves_the_rest_of_the_index_on_the_slow_one() {
     let s = db.stats().store;
     assert_eq!(s.fast_pages, 3);
     assert!(db.shape().unwrap().internal_pages > 3);
-    assert!(s.fast_full == 0, "counted when pages were written, before this open");
+    assert!(
+        s.fast_full == 0,
+        "counted when pages were written, before this open"
+    );
     for i in (0..20_000).step_by(101) {
         assert_eq!(db.get(&key(i)).unwrap(), Some(vec![i as u8; 100]));
     }
@@ -225,11 +247,20 @@ fn hot_cold_keeps_read_pages_on_the_fast_device_and_rewritten_ones_off_a_slow_wr
         let delta = |f: fn(&flashkv_engine::StoreStats) -> u64| f(&s1) - f(&s0);
         let read_share = delta(|s| s.fast_reads) as f64 / delta(|s| s.page_reads).max(1) as f64;
         let write_share = delta(|s| s.fast_writes) as f64 / delta(|s| s.page_writes).max(1) as f64;
-        assert!(read_share > 0.5, "{write_ms} ms: reads from the fast device {read_share:.2}");
+        assert!(
+            read_share > 0.5,
+            "{write_ms} ms: reads from the fast device {read_share:.2}"
+        );
         match write_ms < 1.0 {
-            true => assert!(write_share > 0.9, "{write_ms} ms: writes there {write_share:.2}"),
+            true => assert!(
+                write_share > 0.9,
+                "{write_ms} ms: writes there {write_share:.2}"
+            ),
             // The fast writes left are copies of pages read (promotions).
-            false => assert!(write_share < 0.5, "{write_ms} ms: writes there {write_share:.2}"),
+            false => assert!(
+                write_share < 0.5,
+                "{write_ms} ms: writes there {write_share:.2}"
+            ),
         }
         let db = Db::open(db.close().unwrap(), opts(hot, 8)).unwrap();
         assert_eq!(db.scan(..).unwrap().len(), 5_300);
@@ -243,7 +274,10 @@ fn a_two_device_store_needs_its_pair() {
     let index = StoreKind::TwoDevice(Placement::IndexOnFast);
     let alone = Box::new(presets::open("hdd-7200").unwrap());
     match Db::open(alone, opts(index, 64)) {
-        Err(Error::InvalidOption { option: "store", why }) => {
+        Err(Error::InvalidOption {
+            option: "store",
+            why,
+        }) => {
             assert!(why.contains("PairDevice"), "{why}")
         }
         other => panic!("{:?}", other.map(|_| ())),
@@ -254,8 +288,14 @@ fn a_two_device_store_needs_its_pair() {
     assert_eq!(db.scan(..).unwrap().len(), 100);
     db.close().unwrap();
     // Another slow drive, of another size: the map's layout is not this pair's.
-    match Db::open_existing(pair(&ssd, &drive("hdd-desktop"), Tier::Fast), opts(index, 64)) {
-        Err(Error::InvalidOption { option: "store", why }) => {
+    match Db::open_existing(
+        pair(&ssd, &drive("hdd-desktop"), Tier::Fast),
+        opts(index, 64),
+    ) {
+        Err(Error::InvalidOption {
+            option: "store",
+            why,
+        }) => {
             assert!(why.contains("laid out"), "{why}")
         }
         other => panic!("{:?}", other.map(|_| ())),

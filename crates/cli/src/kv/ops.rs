@@ -431,7 +431,9 @@ pub fn stats(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
             }
         ),
         // A file is one device: no pair to place pages across.
-        flashkv_engine::StoreKind::TwoDevice(p) => format!("pages placed across two devices ({})", p.name()),
+        flashkv_engine::StoreKind::TwoDevice(p) => {
+            format!("pages placed across two devices ({})", p.name())
+        }
     };
     let io = |r: flashkv_engine::RegionStats| json!([r.reads, r.writes, r.erases]);
     let v = json!({

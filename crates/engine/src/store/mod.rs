@@ -80,7 +80,8 @@ pub(crate) fn runs(mut pages: Vec<(u64, Vec<u8>)>, max: u64) -> Vec<(u64, Vec<u8
         }
     }
     debug_assert!(
-        out.windows(2).all(|w| w[0].0 + w[0].1.len() as u64 <= w[1].0),
+        out.windows(2)
+            .all(|w| w[0].0 + w[0].1.len() as u64 <= w[1].0),
         "runs in order, apart"
     );
     out

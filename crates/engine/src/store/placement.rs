@@ -142,7 +142,10 @@ impl Heat {
         h.gain = decayed(h, tick, half) + saved;
         h.at = tick;
         h.regret = (h.regret + here - there).max(0.0);
-        debug_assert!(h.regret.is_finite() && h.gain.is_finite(), "page {id}: finite heat");
+        debug_assert!(
+            h.regret.is_finite() && h.gain.is_finite(),
+            "page {id}: finite heat"
+        );
         h.regret > move_cost
     }
 
@@ -186,11 +189,18 @@ mod tests {
         c.observe(Side::Slow, Io::Read, 2, 10_000_000);
         assert_eq!(c.of(Side::Slow, Io::Read), 5e6);
         c.observe(Side::Slow, Io::Read, 2, 2_000_000);
-        assert_eq!(c.of(Side::Slow, Io::Read), 3e6, "the mean of the first pages");
+        assert_eq!(
+            c.of(Side::Slow, Io::Read),
+            3e6,
+            "the mean of the first pages"
+        );
         for _ in 0..1000 {
             c.observe(Side::Slow, Io::Read, 1, 1_000_000);
         }
-        assert!((c.of(Side::Slow, Io::Read) - 1e6).abs() < 1.0, "what it costs now");
+        assert!(
+            (c.of(Side::Slow, Io::Read) - 1e6).abs() < 1.0,
+            "what it costs now"
+        );
         // An untimed device (0 ns) leaves the class figure.
         c.observe(Side::Fast, Io::Write, 3, 0);
         assert_eq!(c.of(Side::Fast, Io::Write), 1e6);
@@ -207,7 +217,10 @@ mod tests {
         for _ in 0..10 {
             assert!(!h.note(1, Side::Fast, Io::Read));
         }
-        assert!(h.gain(1) > h.gain(2), "a page read gains more than one never seen");
+        assert!(
+            h.gain(1) > h.gain(2),
+            "a page read gains more than one never seen"
+        );
     }
 
     #[test]

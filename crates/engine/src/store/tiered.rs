@@ -399,13 +399,20 @@ impl Tiered {
         let n_fast = pages.iter().filter(|(off, ..)| fast(*off)).count() as u64;
         let n = pages.len() as u64;
         let mut ns = [0u64; 2];
-        for (at, run) in runs(pages.into_iter().map(|(o, _, i)| (o, i)).collect(), self.write_size) {
+        for (at, run) in runs(
+            pages.into_iter().map(|(o, _, i)| (o, i)).collect(),
+            self.write_size,
+        ) {
             let t0 = disk.now();
             disk.write(Region::Data, at, &run)?;
             ns[usize::from(!fast(at))] += disk.now().saturating_sub(t0);
         }
-        self.heat.costs.observe(Side::Fast, Io::Write, n_fast, ns[0]);
-        self.heat.costs.observe(Side::Slow, Io::Write, n - n_fast, ns[1]);
+        self.heat
+            .costs
+            .observe(Side::Fast, Io::Write, n_fast, ns[0]);
+        self.heat
+            .costs
+            .observe(Side::Slow, Io::Write, n - n_fast, ns[1]);
         self.stats.page_writes += n;
         self.stats.fast_writes += n_fast;
         Ok(())
@@ -665,7 +672,10 @@ mod tests {
         assert_eq!(t.slots, t.ckpt, "what a checkpoint names is kept");
         assert!(!t.free.contains(&3) && t.free.contains(&4));
         // Another pair's layout is refused, and so is a repeated slot.
-        let other = Span { fast: 0..(4 << 20), ..span() };
+        let other = Span {
+            fast: 0..(4 << 20),
+            ..span()
+        };
         let e = Tiered::new(Placement::HotCold, other, 4096, 128 << 10, 100, &out);
         assert!(matches!(e, Err(Error::InvalidOption { .. })));
         let mut dup = out.clone();

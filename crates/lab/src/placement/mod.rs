@@ -28,7 +28,7 @@ mod report;
 mod run;
 
 pub use report::report;
-pub use run::{break_even, measure, Timers};
+pub use run::{break_even, measure, Measured, Timers, OVERHEAD};
 
 /// The drives.
 pub const HDD: &str = "hdd-7200";
@@ -130,7 +130,11 @@ pub struct Size {
 
 impl Size {
     pub fn of(quick: bool) -> Size {
-        let (customers, items, n) = if quick { (100, 2_000, 300) } else { (600, 20_000, 2_000) };
+        let (customers, items, n) = if quick {
+            (100, 2_000, 300)
+        } else {
+            (600, 20_000, 2_000)
+        };
         Size {
             scale: Scale {
                 warehouses: 1,

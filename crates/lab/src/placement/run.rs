@@ -220,8 +220,12 @@ fn rig(config: Config, ssd_bytes: Option<u64>, timers: Timers) -> Result<Rig, La
             handles: vec![(Tier::Fast, ssd)],
         },
         Config::Hybrid => {
-            let h = HybridDevice::create(ssd_of(&ssd, ssd_bytes), Box::new(hdd.clone()), seed_policy())
-                .map_err(flashkv_device::DeviceError::from)?;
+            let h = HybridDevice::create(
+                ssd_of(&ssd, ssd_bytes),
+                Box::new(hdd.clone()),
+                seed_policy(),
+            )
+            .map_err(flashkv_device::DeviceError::from)?;
             Rig {
                 dev: Box::new(h),
                 handles: both,
@@ -378,7 +382,10 @@ fn arrivals(
         floor.store(arrival, Ordering::Relaxed);
         // A transaction waits for the one before it (one client).
         let begin = db.stats().device_clock_ns;
-        debug_assert!(begin >= arrival, "the host clock is at the arrival or later");
+        debug_assert!(
+            begin >= arrival,
+            "the host clock is at the arrival or later"
+        );
         workload.pick(rng).run(db, size.scale, rng)?;
         let latency = db.stats().device_clock_ns - arrival;
         sum += latency;
