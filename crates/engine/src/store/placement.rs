@@ -194,7 +194,7 @@ mod tests {
             3e6,
             "the mean of the first pages"
         );
-        for _ in 0..1000 {
+        for _ in 0..20_000 {
             c.observe(Side::Slow, Io::Read, 1, 1_000_000);
         }
         assert!(

@@ -7,7 +7,7 @@ use crate::points::{self, Output};
 use crate::report::{f, write_csv, write_json, Plot, Series, Table};
 use crate::scorecard::Claim;
 
-const TEST: &str = "crates/lab/tests/placement.rs";
+const TEST: &str = "placement.rs";
 
 /// Mean of `v` over the at-a-glance rows of `w` and `c` (their seeds).
 fn glance(rows: &[Row], w: Workload, c: Config, v: fn(&Row) -> f64) -> f64 {
@@ -244,6 +244,43 @@ fn capacity_plot(path: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
         .map_err(|e| LabError::Output(path.to_path_buf(), e))
 }
 
+/// Energy saved against latency added, a line per drive and set-up, a
+/// point per standby timeout.
+fn standby_plot(path: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
+    let mut series: Vec<Series> = Vec::new();
+    for r in rows.iter().filter(|r| r.part == Part::Standby) {
+        let Some(n) = never(rows, r) else { continue };
+        let name = format!(
+            "{} ({})",
+            r.drive.clone().unwrap_or_default(),
+            r.config.name()
+        );
+        let point = (
+            r.latency_mean_ms - n.latency_mean_ms,
+            100.0 * (1.0 - r.joules_per_txn / n.joules_per_txn.max(1e-12)),
+        );
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push(point),
+            None => series.push(Series {
+                name,
+                points: vec![point],
+                markers_only: false,
+            }),
+        }
+    }
+    let plot = Plot {
+        title: "Standby timeouts: energy saved against latency added (one point per timeout)",
+        x_label: "mean latency added per transaction (ms)",
+        y_label: "energy saved per transaction (%)",
+        log_x: false,
+        log_y: false,
+        series: &series,
+        x_names: &[],
+    };
+    plot.write_svg(path)
+        .map_err(|e| LabError::Output(path.to_path_buf(), e))
+}
+
 /// `results/placement/` from every point's row.
 pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError> {
     let rows: Vec<Row> = points::rows(outputs)?;
@@ -251,6 +288,7 @@ pub fn report(opts: &LabOptions, outputs: &[Output]) -> Result<Section, LabError
     write_json(&dir.join("rows.json"), &rows).map_err(|e| LabError::Output(dir.clone(), e))?;
     write_csv(&dir.join("rows.csv"), &rows).map_err(|e| LabError::Output(dir.clone(), e))?;
     capacity_plot(&dir.join("capacity.svg"), &rows)?;
+    standby_plot(&dir.join("standby.svg"), &rows)?;
     let tables = [
         glance_table(&rows),
         capacity_table(&rows),
