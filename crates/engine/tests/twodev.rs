@@ -301,3 +301,70 @@ fn a_two_device_store_needs_its_pair() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+/// A batch larger than half the log commits: the log moves to a larger
+/// region above the pages in use (above the homes on the slow device, or
+/// above the slots on the fast one) and comes back; the pair's pages are
+/// intact after a reopen.
+#[test]
+fn a_batch_larger_than_the_log_commits() {
+    let index = StoreKind::TwoDevice(Placement::IndexOnFast);
+    let small_log = |frames| {
+        Options::builder()
+            .store(index)
+            .buffer_pages(frames)
+            .wal_size(256 << 10)
+            .build()
+            .unwrap()
+    };
+    for first in [Tier::Fast, Tier::Slow] {
+        let dev = pair(&drive("ssd-x25m"), &drive("hdd-7200"), first);
+        let db = Db::open(dev, small_log(1 << 12)).unwrap();
+        let mut b = flashkv_engine::WriteBatch::default();
+        for i in 0..5_000u32 {
+            b.put(&key(i), &[1u8; 100]);
+        }
+        db.write(b).unwrap();
+        db.put(b"after", b"it").unwrap();
+        let db = Db::open(db.close().unwrap(), small_log(64)).unwrap();
+        assert_eq!(db.scan(..).unwrap().len(), 5_001, "{first:?}");
+        let s = db.stats().store;
+        assert!(s.fast_pages > 0, "{first:?}: the index is on the SSD");
+    }
+}
+
+/// With the log on the disk and a fast device that is all slots, nothing
+/// lies above the pages for the log to grow into: a batch larger than half
+/// the log is refused, nothing applied, as on raw NAND.
+#[test]
+fn a_batch_larger_than_the_log_is_refused_where_the_log_cannot_grow() {
+    let index = StoreKind::TwoDevice(Placement::IndexOnFast);
+    let fast = Shared::new(MemDevice::new(Geometry {
+        sector_size: 512,
+        erase_unit: None,
+        capacity: 16 * 4096,
+        program_once: false,
+    }));
+    let slow = Shared::new(MemDevice::new(Geometry {
+        sector_size: 512,
+        erase_unit: None,
+        capacity: 64 << 20,
+        program_once: false,
+    }));
+    let dev = Box::new(PairDevice::new(Box::new(fast), Box::new(slow), Tier::Slow).unwrap());
+    let o = Options::builder()
+        .store(index)
+        .wal_size(256 << 10)
+        .build()
+        .unwrap();
+    let db = Db::open(dev, o).unwrap();
+    db.put(b"before", b"it").unwrap();
+    let mut b = flashkv_engine::WriteBatch::default();
+    for i in 0..5_000u32 {
+        b.put(&key(i), &[1u8; 100]);
+    }
+    assert!(matches!(db.write(b), Err(Error::Full(_))));
+    assert_eq!(db.scan(..).unwrap().len(), 1, "nothing applied");
+    db.put(b"after", b"it").unwrap();
+    assert_eq!(db.scan(..).unwrap().len(), 2);
+}
