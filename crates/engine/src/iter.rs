@@ -60,11 +60,19 @@ impl<'a> Range<'a> {
         self.bytes.clear();
         let range = (as_ref(&self.lo), as_ref(&self.hi));
         let (bytes, pairs) = (&mut self.bytes, &mut self.pairs);
-        let n = self.db.scan_with(range, self.reverse, self.chunk, |k, v| {
-            pairs.push_back((bytes.len(), k.len(), v.len()));
-            bytes.extend_from_slice(k);
-            bytes.extend_from_slice(v);
-        })?;
+        let n = self
+            .db
+            .scan_chunk(range, self.reverse, self.chunk, |chunk| {
+                // One copy into a buffer of the chunk's size: no regrowth.
+                bytes.reserve(chunk.iter().map(|(k, v)| k.len() + v.len()).sum());
+                pairs.reserve(chunk.len());
+                for &(k, v) in chunk {
+                    pairs.push_back((bytes.len(), k.len(), v.len()));
+                    bytes.extend_from_slice(k);
+                    bytes.extend_from_slice(v);
+                }
+                chunk.len()
+            })?;
         debug_assert!(
             n <= self.chunk && n == self.pairs.len(),
             "a chunk stops at its size"
@@ -82,12 +90,19 @@ impl<'a> Range<'a> {
         self.done = n < self.chunk;
         self.chunk = (self.chunk * 2).min(MAX_CHUNK);
         if let Some(&(at, kl, _)) = self.pairs.back() {
-            let past = Bound::Excluded(self.bytes[at..at + kl].to_vec());
-            if self.reverse {
-                self.hi = past;
+            let near = if self.reverse {
+                &mut self.hi
             } else {
-                self.lo = past;
-            }
+                &mut self.lo
+            };
+            // The bound's vector is reused: no allocation per chunk.
+            let mut key = match std::mem::replace(near, Bound::Unbounded) {
+                Bound::Included(k) | Bound::Excluded(k) => k,
+                Bound::Unbounded => Vec::new(),
+            };
+            key.clear();
+            key.extend_from_slice(&self.bytes[at..at + kl]);
+            *near = Bound::Excluded(key);
         }
         Ok(())
     }
