@@ -260,20 +260,20 @@ pub(crate) fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
     }
 }
 
-/// Where a pair sits in the pool: its leaf and slot.
-pub(crate) type Position<'p> = (&'p Page, usize);
+/// A pair lent from the pool: its key and inline value.
+pub(crate) type Pair<'p> = (&'p [u8], &'p [u8]);
 
 /// A limited scan (see [`Tree::scan`]) when every page it takes is
-/// resident and every value is inline: the positions of its pairs, in scan
-/// order; `None` sends it down the exclusive path. Records the pages it
-/// used for the policy when it succeeds.
+/// resident and every value is inline: its pairs, in scan order, lent
+/// from the pool; `None` sends it down the exclusive path. Records the
+/// pages it used for the policy when it succeeds.
 pub(crate) fn scan_resident<'p>(
     pool: &'p BufferPool,
     meta: &Meta,
     (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
     reverse: bool,
     limit: usize,
-) -> Result<Option<Vec<Position<'p>>>> {
+) -> Result<Option<Vec<Pair<'p>>>> {
     let mut used = Vec::with_capacity(8);
     let start = match (reverse, lo, hi) {
         (false, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
@@ -293,26 +293,37 @@ pub(crate) fn scan_resident<'p>(
         (true, Ok(i)) => leaf.len() - 1 - i,
         (true, Err(i)) => leaf.len() - i,
     });
+    // Keys come in scan order, so once one is inside the near bound
+    // (the start) every later one is: only the far bound is compared.
+    let mut started = false;
     loop {
         if leaf.kind() != Kind::Leaf || used.len() > MAX_SHARED_LEAVES {
             return Ok(None);
         }
         let n = leaf.len();
         for j in std::mem::take(&mut skip)..n {
-            let i = if reverse { n - 1 - j } else { j };
-            let k = leaf.key(i);
-            let (inside, past) = match reverse {
-                false => (above(k, lo), !below(k, hi)),
-                true => (below(k, hi), !above(k, lo)),
-            };
-            if past || out.len() >= limit {
+            if out.len() >= limit {
                 return Ok(pool.note_shared(&used).then_some(out));
             }
-            if inside {
-                if leaf.val(i).first() != Some(&0) {
+            let i = if reverse { n - 1 - j } else { j };
+            let (k, v) = leaf.pair(i);
+            let past = match reverse {
+                false => !below(k, hi),
+                true => !above(k, lo),
+            };
+            if past {
+                return Ok(pool.note_shared(&used).then_some(out));
+            }
+            started = started
+                || match reverse {
+                    false => above(k, lo),
+                    true => below(k, hi),
+                };
+            if started {
+                let [0, v @ ..] = v else {
                     return Ok(None); // overflow values go the exclusive way
-                }
-                out.push((leaf, i));
+                };
+                out.push((k, v));
             }
         }
         let next = if reverse { leaf.prev() } else { leaf.next() };
@@ -325,12 +336,6 @@ pub(crate) fn scan_resident<'p>(
         used.push(next);
         leaf = p;
     }
-}
-
-/// The key and inline value at a position [`scan_resident`] found.
-pub(crate) fn pair_at<'p>((leaf, slot): Position<'p>) -> (&'p [u8], &'p [u8]) {
-    debug_assert!(leaf.kind() == Kind::Leaf && slot < leaf.len());
-    (leaf.key(slot), &leaf.val(slot)[1..])
 }
 
 /// Leaves a shared scan walks before leaving the rest to the exclusive path.

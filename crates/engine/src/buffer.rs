@@ -367,9 +367,10 @@ impl BufferPool {
             "shared uses are handed over between operations"
         );
         for shard in &mut self.shared {
-            let s = std::mem::take(shard.get_mut().unwrap_or_else(|e| e.into_inner()));
-            self.stats.hits += s.hits;
-            for id in s.pages {
+            let s = shard.get_mut().unwrap_or_else(|e| e.into_inner());
+            self.stats.hits += std::mem::take(&mut s.hits);
+            // Drained in place: the vector keeps its room for the next uses.
+            for id in s.pages.drain(..) {
                 debug_assert!(
                     self.frames.contains_key(&id),
                     "shared use of evicted page {id}"

@@ -237,13 +237,26 @@ impl Page {
         let vl = rd16(&self.buf, off + 2) as usize;
         (off, kl, vl)
     }
+    /// The key of cell `i`; reads only the key's length, not the value's
+    /// (a search probes keys only).
     pub fn key(&self, i: usize) -> &[u8] {
-        let (off, kl, _) = self.cell(i);
+        debug_assert!(
+            i < self.len(),
+            "page {}: key {i} of {}",
+            self.id(),
+            self.len()
+        );
+        let off = rd16(&self.buf, HEADER + 2 * i) as usize;
+        let kl = rd16(&self.buf, off) as usize;
         &self.buf[off + 4..off + 4 + kl]
     }
     pub fn val(&self, i: usize) -> &[u8] {
+        self.pair(i).1
+    }
+    /// The key and value of cell `i`, decoding the cell once.
+    pub fn pair(&self, i: usize) -> (&[u8], &[u8]) {
         let (off, kl, vl) = self.cell(i);
-        &self.buf[off + 4 + kl..off + 4 + kl + vl]
+        self.buf[off + 4..off + 4 + kl + vl].split_at(kl)
     }
 
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.

@@ -563,25 +563,37 @@ impl Db {
         limit: usize,
         mut f: impl FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
+        self.scan_chunk(range, reverse, limit, |pairs| {
+            for &(k, v) in pairs {
+                f(k, v);
+            }
+            pairs.len()
+        })
+    }
+
+    /// `f` of the at most `limit` pairs with keys in `range` (descending
+    /// if `reverse`), all at once, so a caller copying them can size its
+    /// buffer first; the same locking as [`Db::scan_with`].
+    pub(crate) fn scan_chunk<R: RangeBounds<[u8]>, T>(
+        &self,
+        range: R,
+        reverse: bool,
+        limit: usize,
+        f: impl FnOnce(&[btree::Pair<'_>]) -> T,
+    ) -> Result<T> {
         let bounds = (range.start_bound(), range.end_bound());
         if limit != usize::MAX {
             let c = self.shared()?;
-            if let Some(at) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
-                for &p in &at {
-                    let (k, v) = btree::pair_at(p);
-                    f(k, v);
-                }
-                return Ok(at.len());
+            if let Some(pairs) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
+                return Ok(f(&pairs));
             }
         }
         let mut c = self.lock()?;
         let pairs = c.read(|t| t.scan(bounds.0, bounds.1, reverse, limit))?;
         drop(c);
         debug_assert!(pairs.len() <= limit, "a scan stops at its limit");
-        for (k, v) in &pairs {
-            f(k, v);
-        }
-        Ok(pairs.len())
+        let lent: Vec<btree::Pair<'_>> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        Ok(f(&lent))
     }
 
     /// Iterator over the pairs with keys in `range`, ascending, holding

@@ -115,6 +115,11 @@ impl Recency {
 
     /// Moves `page` to the MRU end (inserting it if absent).
     pub fn touch(&mut self, page: PageId) {
+        // A page used twice in a row (a scan's first leaf) is already at
+        // the MRU end: no lookup.
+        if self.tail != NIL && self.nodes[self.tail as usize].page == page {
+            return;
+        }
         let i = match self.slot.get(&page) {
             Some(&i) => {
                 self.unlink(i);
