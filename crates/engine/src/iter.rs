@@ -1,8 +1,8 @@
 //! Streaming range reads: [`Range`] walks a key range a chunk at a time
-//! (10 pairs, doubling up to 64), so a scan of any size holds at most one
+//! (16 pairs, doubling up to 64), so a scan of any size holds at most one
 //! chunk of pairs in memory. A chunk is copied into one buffer the
 //! iterator keeps; a pair becomes two vectors only when it is returned,
-//! so `range(..).take(5)` allocates for five pairs, not ten.
+//! so `range(..).take(10)` allocates for ten pairs, not sixteen.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -10,10 +10,11 @@ use std::ops::Bound;
 use crate::db::Db;
 use crate::error::Result;
 
-/// Pairs fetched by the first chunk: short ranges read little ahead. Ten
-/// is a fit to the peer benchmark's `take(10)` (docs/benchmarks.md, "Read
-/// path, 2026-11-27"): a take of 11 to 30 pairs reads a second chunk.
-const FIRST_CHUNK: usize = 10;
+/// Pairs fetched by the first chunk: short ranges read little ahead. Not
+/// fitted to the peer benchmark's `take(10)` (10 measured faster there:
+/// docs/benchmarks.md, "Read path, 2026-11-27"); a take of up to 16 pairs
+/// reads one chunk.
+const FIRST_CHUNK: usize = 16;
 /// Pairs fetched per chunk at most (chunks double up to it).
 const MAX_CHUNK: usize = 64;
 
