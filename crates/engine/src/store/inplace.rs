@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 
-use super::sealed::Sealed;
+use super::sealed::{Sealed, READS};
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
 use crate::error::{bad_page, corrupt, Location, Result, Structure};
@@ -33,9 +33,6 @@ use crate::page::{Page, PageId};
 
 /// Write-ahead log record kind of a unit rewrite staged in a scratch unit.
 pub(crate) const UNIT_RECORD: u8 = 3;
-/// Reads of a page that does not read back as written before it counts as
-/// lost: a read corrupted on its way from the medium reads right again.
-const READS: usize = 3;
 /// Largest read of consecutive pages when reading pages back.
 const VERIFY_BYTES: usize = 1 << 20;
 
@@ -176,35 +173,6 @@ impl InPlace {
             self.sealed.wrote(id, u32_at(img, 0));
         }
     }
-
-    /// Whether `img`, read from page `id`, carries the checksum of the
-    /// image last written there (any, for a page not written since open:
-    /// the log or a checkpoint's read-back vouches for those).
-    fn as_written(&self, id: PageId, img: &[u8]) -> bool {
-        self.sealed
-            .expected(id)
-            .is_none_or(|crc| u32_at(img, 0) == crc)
-    }
-
-    /// [`InPlace::as_written`], and its bytes match that checksum.
-    fn reads_back(&self, id: PageId, img: &[u8]) -> bool {
-        self.as_written(id, img) && crc32c::crc32c(&img[4..]) == u32_at(img, 0)
-    }
-
-    /// Reads page `id` again until it reads back as written, or fails.
-    fn verify_page(&mut self, disk: &mut Disk, id: PageId) -> Result<()> {
-        let mut img = vec![0u8; self.page_size];
-        for _ in 1..READS {
-            disk.read(Region::Meta, self.offset(id), &mut img)?;
-            if self.reads_back(id, &img) {
-                return Ok(());
-            }
-        }
-        Err(bad_page(
-            id,
-            "does not read back as written: the write was lost or went astray",
-        ))
-    }
 }
 
 impl PageStore for InPlace {
@@ -250,7 +218,7 @@ impl PageStore for InPlace {
         disk.read(Region::Data, self.offset(id), &mut buf)?;
         self.stats.page_reads += 1;
         let page = Page::from_bytes(buf, id)?;
-        if !self.as_written(id, page.bytes()) {
+        if !self.sealed.as_written(id, page.bytes()) {
             return Err(bad_page(
                 id,
                 "an older image than the one last written: a write was lost or went astray",
@@ -266,7 +234,7 @@ impl PageStore for InPlace {
         let mut buf = vec![0u8; self.page_size].into_boxed_slice();
         read(self.offset(id), &mut buf).ok()?;
         let page = Page::from_bytes(buf, id).ok()?;
-        self.as_written(id, page.bytes()).then_some(page)
+        self.sealed.as_written(id, page.bytes()).then_some(page)
     }
 
     fn note_shared_reads(&mut self, n: u64) {
@@ -286,7 +254,7 @@ impl PageStore for InPlace {
         let pages: Vec<Page> = buf
             .chunks(self.page_size)
             .zip(first..)
-            .filter(|(b, id)| self.as_written(*id, b))
+            .filter(|(b, id)| self.sealed.as_written(*id, b))
             .filter_map(|(b, id)| Page::from_bytes(b.into(), id).ok())
             .collect();
         self.stats.run_pages += pages.len() as u64;
@@ -344,8 +312,10 @@ impl PageStore for InPlace {
                 buf.resize(part.len() * ps, 0);
                 disk.read(Region::Meta, self.offset(part[0]), &mut buf)?;
                 for (&id, img) in part.iter().zip(buf.chunks(ps)) {
-                    if !self.reads_back(id, img) {
-                        self.verify_page(disk, id)?;
+                    if !self.sealed.reads_back(id, img) {
+                        // Read again, as often as a run's read makes READS.
+                        let page = (id, self.offset(id), ps);
+                        self.sealed.read_back(disk, page, READS - 1)?;
                     }
                 }
             }

@@ -9,7 +9,14 @@
 //! nothing for the rest of the store. A checksum of 0 is not remembered
 //! (one image in 2^32 goes unchecked).
 
+use crate::error::{bad_page, Result};
+use crate::io::{Disk, Region};
+use crate::le::u32_at;
 use crate::page::PageId;
+
+/// Reads of a page that does not read back as written before it counts as
+/// lost: a read corrupted on its way from the medium reads right again.
+pub(crate) const READS: usize = 3;
 
 /// Pages per chunk of checksums.
 const CHUNK: usize = 1024;
@@ -29,6 +36,40 @@ pub(crate) struct Sealed {
 }
 
 impl Sealed {
+    /// Whether `img`, read for page `id`, carries the checksum of the image
+    /// last written for it (any, for a page not written since open: the
+    /// log or a checkpoint's read-back vouches for those).
+    pub fn as_written(&self, id: PageId, img: &[u8]) -> bool {
+        self.expected(id).is_none_or(|crc| u32_at(img, 0) == crc)
+    }
+
+    /// [`Sealed::as_written`], and its bytes match that checksum.
+    pub fn reads_back(&self, id: PageId, img: &[u8]) -> bool {
+        self.as_written(id, img) && crc32c::crc32c(&img[4..]) == u32_at(img, 0)
+    }
+
+    /// Reads page `id` (`len` bytes at `off`) up to `tries` times until it
+    /// reads back as written, or fails ([`crate::Error::Corrupt`]).
+    pub fn read_back(
+        &self,
+        disk: &mut Disk,
+        (id, off, len): (PageId, u64, usize),
+        tries: usize,
+    ) -> Result<()> {
+        let mut img = vec![0u8; len];
+        debug_assert!(len > 4 && tries > 0, "a page is read back");
+        for _ in 0..tries {
+            disk.read(Region::Meta, off, &mut img)?;
+            if self.reads_back(id, &img) {
+                return Ok(());
+            }
+        }
+        Err(bad_page(
+            id,
+            "does not read back as written: the write was lost or went astray",
+        ))
+    }
+
     /// Page `id` was written with checksum `crc`.
     pub fn wrote(&mut self, id: PageId, crc: u32) {
         let (c, i) = ((id / CHUNK as u64) as usize, id as usize % CHUNK);

@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ops::Range;
 
 use super::placement::{Heat, Io, Side, SAMPLES};
-use super::sealed::Sealed;
+use super::sealed::{Sealed, READS};
 use super::{runs, PageStore, StoreStats};
 use crate::buffer::Frame;
 use crate::error::{bad_page, corrupt, invalid, Error, Location, Result, Structure};
@@ -272,14 +272,6 @@ impl Tiered {
         Page::from_bytes(buf, id)
     }
 
-    /// Whether `img`, read for page `id`, is the image last written for it
-    /// (any, for a page not written since open).
-    fn as_written(&self, id: PageId, img: &[u8]) -> bool {
-        self.sealed
-            .expected(id)
-            .is_none_or(|crc| u32_at(img, 0) == crc)
-    }
-
     /// A free fast slot, making room by sending home the sampled page that
     /// gains least from the fast device, if `id` gains more (hot/cold).
     fn slot_for(&mut self, disk: &mut Disk, id: PageId) -> Result<Option<u32>> {
@@ -324,7 +316,7 @@ impl Tiered {
         debug_assert_eq!(self.loc(id), Loc::Slot(s), "page {id} is in slot {s}");
         if !self.home_current.contains(&id) {
             let page = self.read_at(disk, id, Loc::Slot(s))?;
-            if !self.as_written(id, page.bytes()) {
+            if !self.sealed.as_written(id, page.bytes()) {
                 return Err(bad_page(id, "an older image than the one last written"));
             }
             self.write_pages(disk, vec![(self.home(id), id, page.bytes().to_vec())])?;
@@ -470,7 +462,7 @@ impl PageStore for Tiered {
         }
         let loc = self.loc(id);
         let page = self.read_at(disk, id, loc)?;
-        if !self.as_written(id, page.bytes()) {
+        if !self.sealed.as_written(id, page.bytes()) {
             return Err(bad_page(
                 id,
                 "an older image than the one last written: a write was lost or went astray",
@@ -495,7 +487,7 @@ impl PageStore for Tiered {
         let mut buf = vec![0u8; self.page_size].into_boxed_slice();
         read(self.offset(self.loc(id), id), &mut buf).ok()?;
         let page = Page::from_bytes(buf, id).ok()?;
-        self.as_written(id, page.bytes()).then_some(page)
+        self.sealed.as_written(id, page.bytes()).then_some(page)
     }
 
     fn note_shared_reads(&mut self, n: u64) {
@@ -517,7 +509,7 @@ impl PageStore for Tiered {
             .chunks(self.page_size)
             .zip(first..)
             .filter(|(_, id)| self.loc(*id) == Loc::Home || self.home_current.contains(id))
-            .filter(|(b, id)| self.as_written(*id, b))
+            .filter(|(b, id)| self.sealed.as_written(*id, b))
             .filter_map(|(b, id)| Page::from_bytes(b.into(), id).ok())
             .collect();
         self.stats.run_pages += pages.len() as u64;
@@ -552,23 +544,9 @@ impl PageStore for Tiered {
     /// Reads back the pages written since the last checkpoint where they
     /// live now.
     fn verify(&mut self, disk: &mut Disk) -> Result<()> {
-        let mut img = vec![0u8; self.page_size];
         for id in self.sealed.take_unverified() {
-            let off = self.offset(self.loc(id), id);
-            let mut ok = false;
-            for _ in 0..3 {
-                disk.read(Region::Meta, off, &mut img)?;
-                ok = self.as_written(id, &img) && crc32c::crc32c(&img[4..]) == u32_at(&img, 0);
-                if ok {
-                    break;
-                }
-            }
-            if !ok {
-                return Err(bad_page(
-                    id,
-                    "does not read back as written: the write was lost or went astray",
-                ));
-            }
+            let page = (id, self.offset(self.loc(id), id), self.page_size);
+            self.sealed.read_back(disk, page, READS)?;
         }
         Ok(())
     }

@@ -79,6 +79,12 @@ fn never<'a>(rows: &'a [Row], r: &Row) -> Option<&'a Row> {
     })
 }
 
+/// Share of the energy per transaction that `r` saves against `n`, the
+/// same drive and set-up never sleeping.
+fn saved(r: &Row, n: &Row) -> f64 {
+    1.0 - r.joules_per_txn / n.joules_per_txn.max(1e-12)
+}
+
 fn standby_table(rows: &[Row]) -> Table {
     let mut t = Table::new(
         format!("Standby timeout swept per drive (read-mostly at {RATE} transactions/s; the other drive never sleeps)"),
@@ -91,13 +97,7 @@ fn standby_table(rows: &[Row]) -> Table {
             r.config.name().into(),
             r.timeout_s.map_or("never".into(), |s| f(s, 3)),
             f(r.joules_per_txn, 3),
-            format!(
-                "{} %",
-                f(
-                    100.0 * (1.0 - r.joules_per_txn / n.joules_per_txn.max(1e-12)),
-                    1
-                )
-            ),
+            format!("{} %", f(100.0 * saved(r, n), 1)),
             f(r.latency_mean_ms, 2),
             f(r.latency_mean_ms - n.latency_mean_ms, 2),
             f(r.latency_max_ms, 1),
@@ -196,7 +196,7 @@ fn standby_claim(rows: &[Row]) -> Option<Claim> {
             && r.timeout_s.is_some()
     })?;
     let n = never(rows, r)?;
-    let saved = 1.0 - r.joules_per_txn / n.joules_per_txn.max(1e-12);
+    let saved = saved(r, n);
     let added = r.latency_mean_ms - n.latency_mean_ms;
     let ok = saved > 0.0;
     Some(Claim {
@@ -255,10 +255,7 @@ fn standby_plot(path: &std::path::Path, rows: &[Row]) -> Result<(), LabError> {
             r.drive.clone().unwrap_or_default(),
             r.config.name()
         );
-        let point = (
-            r.latency_mean_ms - n.latency_mean_ms,
-            100.0 * (1.0 - r.joules_per_txn / n.joules_per_txn.max(1e-12)),
-        );
+        let point = (r.latency_mean_ms - n.latency_mean_ms, 100.0 * saved(r, n));
         match series.iter_mut().find(|s| s.name == name) {
             Some(s) => s.points.push(point),
             None => series.push(Series {
