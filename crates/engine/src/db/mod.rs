@@ -167,6 +167,25 @@ struct Inner {
     sync: Arc<LogSync>,
     /// Wakes the background writer.
     signal: writer::Signal,
+    /// Last, so it is dropped after the pool.
+    _give_back: GiveBack,
+}
+
+/// Hands the memory a store freed back to the system when the store is
+/// dropped. glibc keeps freed memory in the arena of the thread that
+/// allocated it, and a pool's pages come from every thread that read
+/// them: without this, a closed store's pool stays in the process's
+/// resident set, and a store opened next by other threads adds its own.
+struct GiveBack;
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free memory; 0 keeps no pad.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
 }
 
 impl Inner {
@@ -327,6 +346,7 @@ impl Db {
             sync: core.disk.sync.clone(),
             core: RwLock::new(core),
             signal: writer::Signal::default(),
+            _give_back: GiveBack,
         });
         // Without a thread the writer's work runs after commits instead.
         let writer = match threaded {

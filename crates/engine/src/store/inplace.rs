@@ -94,7 +94,7 @@ impl InPlace {
     /// pages there need no erase). Pages of one unit written together share
     /// one rewrite, which is what grouping policies (FAB, CFDC) count on.
     /// With a log, the new unit image is first staged in a scratch unit.
-    fn rewrite(&mut self, disk: &mut Disk, base: u64, pages: &[(u64, Vec<u8>)]) -> Result<()> {
+    fn rewrite(&mut self, disk: &mut Disk, base: u64, pages: &[(u64, &[u8])]) -> Result<()> {
         let ps = self.page_size as u64;
         assert_eq!(
             (base - self.start) % self.unit,
@@ -141,12 +141,12 @@ impl InPlace {
 impl InPlace {
     /// Writes new pages, consecutive ones together in requests of at most
     /// `write_size` bytes.
-    fn write_runs(&mut self, disk: &mut Disk, pages: Vec<(u64, Vec<u8>)>) -> Result<()> {
-        for (at, run) in super::runs(pages, self.write_size) {
-            disk.write(Region::Data, at, &run)?;
-            self.remember(at, &run);
-        }
-        Ok(())
+    fn write_runs(&mut self, disk: &mut Disk, pages: &mut [(u64, &[u8])]) -> Result<()> {
+        super::write_runs(pages, self.write_size, |at, run| {
+            disk.write(Region::Data, at, run)?;
+            self.remember(at, run);
+            Ok(())
+        })
     }
 
     /// Writes the pages of a unit image that hold anything.
@@ -270,17 +270,20 @@ impl PageStore for InPlace {
     }
 
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
-        let mut units: BTreeMap<u64, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
         for (id, f) in frames.iter_mut() {
             debug_assert!(f.dirty, "page {id}: only changed pages are written");
+            f.page.seal();
+        }
+        // The sealed images are written from the frames, not copied.
+        let mut units: BTreeMap<u64, Vec<(u64, &[u8])>> = BTreeMap::new();
+        for (id, f) in frames.iter() {
             let off = self.offset(*id);
-            let img = f.page.seal().to_vec();
             units
                 .entry(off - off % self.unit)
                 .or_default()
-                .push((off, img));
+                .push((off, f.page.bytes()));
         }
-        for (base, pages) in units {
+        for (base, mut pages) in units {
             self.stats.page_writes += pages.len() as u64;
             if pages
                 .iter()
@@ -288,7 +291,7 @@ impl PageStore for InPlace {
             {
                 self.rewrite(disk, base, &pages)?;
             } else {
-                self.write_runs(disk, pages)?;
+                self.write_runs(disk, &mut pages)?;
             }
         }
         for (_, f) in frames.iter_mut() {
@@ -327,15 +330,15 @@ impl PageStore for InPlace {
         if self.scratch.is_some() || disk.geo.program_once {
             return Ok(false);
         }
-        let runs = pages
+        let mut runs: Vec<(u64, &[u8])> = pages
             .iter()
             .map(|&(id, img)| {
                 assert_eq!(img.len(), self.page_size, "page {id}: a whole page");
-                (self.offset(id), img.to_vec())
+                (self.offset(id), img)
             })
             .collect();
         // In requests of up to the write size, as every write back.
-        self.write_runs(disk, runs)?;
+        self.write_runs(disk, &mut runs)?;
         self.stats.page_writes += pages.len() as u64;
         Ok(true)
     }

@@ -64,27 +64,44 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// `pages` (offset, image), sorted by offset and joined into runs of
-/// consecutive images of at most `max` bytes (a longer image alone).
-pub(crate) fn runs(mut pages: Vec<(u64, Vec<u8>)>, max: u64) -> Vec<(u64, Vec<u8>)> {
+/// Writes `pages` (offset, image) with `write`, sorted by offset here
+/// and consecutive images joined into requests of at most `max` bytes (a
+/// longer image alone). One request's buffer at a time: a checkpoint or a
+/// bulk load does not copy every page it writes.
+pub(crate) fn write_runs(
+    pages: &mut [(u64, &[u8])],
+    max: u64,
+    mut write: impl FnMut(u64, &[u8]) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
     pages.sort_unstable_by_key(|(off, _)| *off);
-    let mut out: Vec<(u64, Vec<u8>)> = Vec::new();
-    for (off, img) in pages {
-        match out.last_mut() {
-            Some((at, run))
-                if *at + run.len() as u64 == off && (run.len() + img.len()) as u64 <= max =>
-            {
-                run.extend_from_slice(&img);
-            }
-            _ => out.push((off, img)),
-        }
-    }
     debug_assert!(
-        out.windows(2)
+        pages
+            .windows(2)
             .all(|w| w[0].0 + w[0].1.len() as u64 <= w[1].0),
-        "runs in order, apart"
+        "pages apart"
     );
-    out
+    let mut buf = Vec::new();
+    let mut rest = &pages[..];
+    while let Some(&(at, first)) = rest.first() {
+        let (mut end, mut n) = (at + first.len() as u64, 1);
+        while let Some(&(off, img)) = rest.get(n) {
+            if off != end || end - at + img.len() as u64 > max {
+                break;
+            }
+            end += img.len() as u64;
+            n += 1;
+        }
+        let (run, tail) = rest.split_at(n);
+        if let [(_, one)] = run {
+            write(at, one)?;
+        } else {
+            buf.clear();
+            run.iter().for_each(|(_, img)| buf.extend_from_slice(img));
+            write(at, &buf)?;
+        }
+        rest = tail;
+    }
+    Ok(())
 }
 
 /// A page store: reads and writes pages of one size in its region of the device.

@@ -29,7 +29,7 @@ use std::ops::Range;
 
 use super::placement::{Heat, Io, Side, SAMPLES};
 use super::sealed::{Sealed, READS};
-use super::{runs, PageStore, StoreStats};
+use super::{write_runs, PageStore, StoreStats};
 use crate::buffer::Frame;
 use crate::error::{bad_page, corrupt, invalid, Error, Location, Result, Structure};
 use crate::io::{Disk, ReadAt, Region};
@@ -319,7 +319,7 @@ impl Tiered {
             if !self.sealed.as_written(id, page.bytes()) {
                 return Err(bad_page(id, "an older image than the one last written"));
             }
-            self.write_pages(disk, vec![(self.home(id), id, page.bytes().to_vec())])?;
+            self.write_pages(disk, vec![(self.home(id), id, page.bytes())])?;
         }
         self.place(id, Loc::Home, false);
         self.heat.moved(id);
@@ -338,8 +338,7 @@ impl Tiered {
             self.stats.fast_full += 1;
             return Ok(());
         };
-        let img = page.bytes().to_vec();
-        self.write_pages(disk, vec![(self.slot_offset(s), id, img)])?;
+        self.write_pages(disk, vec![(self.slot_offset(s), id, page.bytes())])?;
         self.place(id, Loc::Slot(s), true);
         self.heat.moved(id);
         self.stats.promotions += 1;
@@ -383,22 +382,22 @@ impl Tiered {
 
     /// Writes `(offset, page, image)`s, consecutive ones together, and
     /// remembers their checksums; times them for the hot/cold costs.
-    fn write_pages(&mut self, disk: &mut Disk, pages: Vec<(u64, PageId, Vec<u8>)>) -> Result<()> {
-        for (id, img) in pages.iter().map(|(_, id, img)| (id, img)) {
-            self.sealed.wrote(*id, u32_at(img, 0));
+    fn write_pages(&mut self, disk: &mut Disk, pages: Vec<(u64, PageId, &[u8])>) -> Result<()> {
+        for &(_, id, img) in &pages {
+            self.sealed.wrote(id, u32_at(img, 0));
         }
-        let fast = |off: u64| self.fast_range.contains(&off);
+        let fast_range = self.fast_range.clone();
+        let fast = |off: u64| fast_range.contains(&off);
         let n_fast = pages.iter().filter(|(off, ..)| fast(*off)).count() as u64;
         let n = pages.len() as u64;
         let mut ns = [0u64; 2];
-        for (at, run) in runs(
-            pages.into_iter().map(|(o, _, i)| (o, i)).collect(),
-            self.write_size,
-        ) {
+        let mut images: Vec<(u64, &[u8])> = pages.into_iter().map(|(o, _, i)| (o, i)).collect();
+        write_runs(&mut images, self.write_size, |at, run| {
             let t0 = disk.now();
-            disk.write(Region::Data, at, &run)?;
+            disk.write(Region::Data, at, run)?;
             ns[usize::from(!fast(at))] += disk.now().saturating_sub(t0);
-        }
+            Ok(())
+        })?;
         self.heat
             .costs
             .observe(Side::Fast, Io::Write, n_fast, ns[0]);
@@ -525,15 +524,22 @@ impl PageStore for Tiered {
     }
 
     fn write(&mut self, disk: &mut Disk, frames: &mut [(PageId, Frame)]) -> Result<()> {
-        let mut pages = Vec::with_capacity(frames.len());
+        let mut at = Vec::with_capacity(frames.len());
         self.writing = frames.iter().map(|(id, _)| *id).collect();
         for (id, f) in frames.iter_mut() {
             debug_assert!(f.dirty, "page {id}: only changed pages are written");
             let to = self.target(disk, *id, f.page.kind())?;
             self.place(*id, to, false);
-            pages.push((self.offset(to, *id), *id, f.page.seal().to_vec()));
+            f.page.seal();
+            at.push(self.offset(to, *id));
         }
         self.writing.clear();
+        // The sealed images are written from the frames, not copied.
+        let pages = frames
+            .iter()
+            .zip(at)
+            .map(|((id, f), off)| (off, *id, f.page.bytes()))
+            .collect();
         self.write_pages(disk, pages)?;
         for (_, f) in frames.iter_mut() {
             f.clean();
