@@ -206,3 +206,57 @@ pub(crate) trait PageStore: Send + Sync {
     /// Replays record `seq`, one the store logged through [`Disk::journal`].
     fn replay(&mut self, disk: &mut Disk, seq: u64, kind: u8, b: &[u8]) -> Result<()>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::write_runs;
+
+    /// The requests `write_runs` makes of `pages` (offset, image length,
+    /// first byte of each image) with requests of at most `max` bytes.
+    fn requests(pages: &[(u64, Vec<u8>)], max: u64) -> Vec<(u64, Vec<u8>)> {
+        let mut refs: Vec<(u64, &[u8])> = pages.iter().map(|(o, i)| (*o, &i[..])).collect();
+        let mut out = Vec::new();
+        write_runs(&mut refs, max, |at, run| {
+            out.push((at, run.to_vec()));
+            Ok(())
+        })
+        .expect("the writes succeed");
+        out
+    }
+
+    #[test]
+    fn consecutive_images_join_up_to_the_request_size_in_offset_order() {
+        let page = |b: u8| vec![b; 4];
+        // Out of order, with a gap between 8 and 16.
+        let pages = [(4, page(2)), (0, page(1)), (16, page(4)), (8, page(3))];
+        let got = requests(&pages, 8);
+        let want = [
+            (0, [page(1), page(2)].concat()),
+            (8, page(3)),
+            (16, page(4)),
+        ];
+        assert_eq!(got, want);
+        // A larger request joins the first three; the gap still splits.
+        let got = requests(&pages, 64);
+        assert_eq!(
+            got,
+            [(0, [page(1), page(2), page(3)].concat()), (16, page(4))]
+        );
+    }
+
+    #[test]
+    fn an_image_longer_than_a_request_goes_alone_and_an_error_stops_the_writes() {
+        let pages = [(0, vec![1; 8]), (8, vec![2; 2]), (10, vec![3; 2])];
+        assert_eq!(
+            requests(&pages, 4),
+            [(0, vec![1; 8]), (8, [vec![2; 2], vec![3; 2]].concat())]
+        );
+        let mut refs: Vec<(u64, &[u8])> = pages.iter().map(|(o, i)| (*o, &i[..])).collect();
+        let mut calls = 0;
+        let r = write_runs(&mut refs, 4, |_, _| {
+            calls += 1;
+            Err(crate::Error::Full("test"))
+        });
+        assert!(matches!(r, Err(crate::Error::Full("test"))) && calls == 1);
+    }
+}
