@@ -24,7 +24,7 @@ use crate::error::{bad_tree, Error, Result};
 use crate::io::Disk;
 use crate::le::{u32_at, u64_at};
 use crate::options::IoProfile;
-use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
+use crate::page::{Kind, Op, OpRef, Page, PageId, NO_PAGE};
 use crate::store::PageStore;
 
 /// Longest key accepted.
@@ -131,6 +131,18 @@ pub(crate) fn check_value(val: &[u8]) -> Result<()> {
 /// The last page of a path from the root (a leaf, once the path is whole).
 fn leaf_of(path: &[PageId]) -> PageId {
     *path.last().expect("a path holds at least the root")
+}
+
+/// Whether value cell `cell` points to overflow pages (else its value is
+/// inline).
+fn is_overflow(cell: &[u8]) -> bool {
+    cell.first() == Some(&1) && cell.len() == OVERFLOW_CELL
+}
+
+/// The cell of a value about to be replaced or deleted, kept where its
+/// overflow pages must be freed afterwards (an inline value is not copied).
+fn overflow_of(cell: &[u8]) -> Option<Vec<u8>> {
+    is_overflow(cell).then(|| cell.to_vec())
 }
 
 /// Index among the children of internal page `p` (0: the leftmost) of the one covering `key`.
@@ -349,7 +361,7 @@ impl Tree<'_> {
         Ok(&self.pool.get(self.store, self.disk, id)?.page)
     }
 
-    fn apply(&mut self, id: PageId, op: Op) -> Result<()> {
+    fn apply<B: AsRef<[u8]>>(&mut self, id: PageId, op: Op<B>) -> Result<()> {
         self.pool.get(self.store, self.disk, id)?;
         let cap = self.store.log_capacity();
         self.pool.apply(id, op, cap)
@@ -394,7 +406,7 @@ impl Tree<'_> {
 
     /// Puts the overflow pages of value `cell` (if any) on the free list.
     fn free_value(&mut self, cell: &[u8]) -> Result<()> {
-        if cell.first() != Some(&1) || cell.len() != OVERFLOW_CELL {
+        if !is_overflow(cell) {
             return Ok(());
         }
         let len = u32_at(cell, 1) as usize;
@@ -616,19 +628,21 @@ impl Tree<'_> {
         let cap = Page::capacity(p.size());
         match p.search(key) {
             Ok(i) => {
-                let old_cell = p.val(i).to_vec();
-                let old = Page::cell_size(key.len(), old_cell.len());
+                let old = Page::cell_size(key.len(), p.val(i).len());
+                let old_cell = overflow_of(p.val(i));
                 if p.used() - old + Page::cell_size(key.len(), cell.len()) <= cap {
-                    self.apply(leaf, Op::Update(key.to_vec(), cell))?;
+                    self.apply(leaf, OpRef::Update(key, &cell))?;
                 } else {
                     self.split_insert(&path, key.to_vec(), cell, true)?;
                 }
-                self.free_value(&old_cell)?;
+                if let Some(c) = old_cell {
+                    self.free_value(&c)?;
+                }
                 Ok(true)
             }
             Err(_) => {
                 if p.fits(key.len(), cell.len()) {
-                    self.apply(leaf, Op::Insert(key.to_vec(), cell))?;
+                    self.apply(leaf, OpRef::Insert(key, &cell))?;
                 } else {
                     self.split_insert(&path, key.to_vec(), cell, false)?;
                 }
@@ -650,10 +664,12 @@ impl Tree<'_> {
         let Ok(i) = p.search(key) else {
             return Ok(false);
         };
-        let old_cell = p.val(i).to_vec();
+        let old_cell = overflow_of(p.val(i));
         let emptied = p.len() == 1;
-        self.apply(leaf, Op::Delete(key.to_vec()))?;
-        self.free_value(&old_cell)?;
+        self.apply(leaf, OpRef::Delete(key))?;
+        if let Some(c) = old_cell {
+            self.free_value(&c)?;
+        }
         if emptied && path.len() > 1 {
             self.unlink_leaf(leaf)?;
             self.remove_child(&path[..path.len() - 1], key)?;
@@ -714,7 +730,7 @@ impl Tree<'_> {
             self.put_whole(merged)?;
         }
         if r.next() != NO_PAGE {
-            self.apply(r.next(), Op::SetPrev(left))?;
+            self.apply(r.next(), OpRef::SetPrev(left))?;
         }
         debug_assert!(self.node_holds(left, None, None), "merged leaf {left}");
         debug_assert!(
@@ -737,10 +753,10 @@ impl Tree<'_> {
         );
         let (prev, next) = (p.prev(), p.next());
         if prev != NO_PAGE {
-            self.apply(prev, Op::SetNext(next))?;
+            self.apply(prev, OpRef::SetNext(next))?;
         }
         if next != NO_PAGE {
-            self.apply(next, Op::SetPrev(prev))?;
+            self.apply(next, OpRef::SetPrev(prev))?;
         }
         Ok(())
     }
@@ -765,7 +781,7 @@ impl Tree<'_> {
             0 => {
                 // The leftmost child goes: the first keyed child takes its place.
                 let (first_key, first) = (p.key(0).to_vec(), child_at(p, 0)?);
-                self.apply(id, Op::SetNext(first))?;
+                self.apply(id, OpRef::SetNext(first))?;
                 self.apply(id, Op::Delete(first_key))
             }
             i => {
@@ -907,7 +923,7 @@ impl Tree<'_> {
             "a split of leaf {id} leaves both halves a sixth full (the left one when appending)"
         );
         if old_next != NO_PAGE {
-            self.apply(old_next, Op::SetPrev(rid))?;
+            self.apply(old_next, OpRef::SetPrev(rid))?;
         }
         Ok((sep, rid))
     }

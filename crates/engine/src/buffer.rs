@@ -512,7 +512,7 @@ impl BufferPool {
     }
 
     /// Applies a change to a resident page and records it in the page's log.
-    pub fn apply(&mut self, id: PageId, op: Op, log_cap: usize) -> Result<()> {
+    pub fn apply<B: AsRef<[u8]>>(&mut self, id: PageId, op: Op<B>, log_cap: usize) -> Result<()> {
         self.save(id);
         let f = self.frames.get_mut(&id).expect("page is resident");
         f.page.apply(&op)?;

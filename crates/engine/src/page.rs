@@ -432,14 +432,14 @@ impl Page {
 
     /// Applies a logged change. Fails (as corruption) when the change does
     /// not match the page, which can only happen with a damaged log.
-    pub fn apply(&mut self, op: &Op) -> Result<()> {
+    pub fn apply<B: AsRef<[u8]>>(&mut self, op: &Op<B>) -> Result<()> {
         let id = self.id();
         let bad = || bad_page(id, "a logged change does not apply to it");
         let cells = matches!(self.kind(), Kind::Leaf | Kind::Internal);
         if !cells && matches!(op, Op::Insert(..) | Op::Update(..) | Op::Delete(..)) {
             return Err(bad());
         }
-        match op {
+        match op.borrowed() {
             Op::Insert(k, v) => match self.search(k) {
                 Err(i) if self.fits(k.len(), v.len()) => self.insert_at(i, k, v),
                 _ => return Err(bad()),
@@ -458,8 +458,8 @@ impl Page {
                 Ok(i) => self.remove_at(i),
                 Err(_) => return Err(bad()),
             },
-            Op::SetNext(p) => self.set_next(*p),
-            Op::SetPrev(p) => self.set_prev(*p),
+            Op::SetNext(p) => self.set_next(p),
+            Op::SetPrev(p) => self.set_prev(p),
         }
         debug_assert!(
             !cells || self.used() <= Self::capacity(self.size()),
@@ -469,17 +469,33 @@ impl Page {
     }
 }
 
-/// A change to a page, as the in-page log records it.
+/// A change to a page, as the in-page log records it. Its keys and values
+/// are owned where it was decoded (`Vec<u8>`) and borrowed where the tree
+/// makes it (`&[u8]`: no copy of the key per operation).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Insert(Vec<u8>, Vec<u8>),
-    Update(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
+pub enum Op<B = Vec<u8>> {
+    Insert(B, B),
+    Update(B, B),
+    Delete(B),
     SetNext(PageId),
     SetPrev(PageId),
 }
 
-impl Op {
+/// An operation borrowing its key and value.
+pub type OpRef<'a> = Op<&'a [u8]>;
+
+impl<B: AsRef<[u8]>> Op<B> {
+    /// The same operation, borrowing its bytes.
+    pub fn borrowed(&self) -> Op<&[u8]> {
+        match self {
+            Op::Insert(k, v) => Op::Insert(k.as_ref(), v.as_ref()),
+            Op::Update(k, v) => Op::Update(k.as_ref(), v.as_ref()),
+            Op::Delete(k) => Op::Delete(k.as_ref()),
+            Op::SetNext(p) => Op::SetNext(*p),
+            Op::SetPrev(p) => Op::SetPrev(*p),
+        }
+    }
+
     /// Appends the record encoding: `[type][key len u16][value len u16][key][value]`
     /// or `[type][page id u64]`.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -495,7 +511,7 @@ impl Op {
             out.extend_from_slice(k);
             out.extend_from_slice(v);
         };
-        match self {
+        match self.borrowed() {
             Op::Insert(k, v) => kv(out, 1, k, v),
             Op::Update(k, v) => kv(out, 2, k, v),
             Op::Delete(k) => kv(out, 3, k, &[]),
@@ -510,21 +526,26 @@ impl Op {
         }
         debug_assert_eq!(out.len() - start, self.encoded_len(), "encoded length");
         debug_assert_eq!(
-            Op::decode_all(&out[start..], 1).as_deref(),
-            Ok(std::slice::from_ref(self)),
+            Op::decode_all(&out[start..], 1)
+                .map(|d| d[0].clone())
+                .as_ref()
+                .map(Op::borrowed),
+            Ok(self.borrowed()),
             "an operation decodes to itself"
         );
     }
 
     /// Bytes [`Op::encode`] appends.
     pub fn encoded_len(&self) -> usize {
-        match self {
+        match self.borrowed() {
             Op::Insert(k, v) | Op::Update(k, v) => 5 + k.len() + v.len(),
             Op::Delete(k) => 5 + k.len(),
             Op::SetNext(_) | Op::SetPrev(_) => 9,
         }
     }
+}
 
+impl Op {
     /// Decodes `n` records; any malformed byte is an error saying why.
     pub fn decode_all(mut b: &[u8], n: usize) -> std::result::Result<Vec<Op>, &'static str> {
         let bad = || "malformed page operation";
