@@ -12,7 +12,7 @@ fn run(
     timers: Timers,
     seed: u64,
 ) -> flashkv_lab::placement::Measured {
-    measure(config, workload, Size::of(true), None, timers, seed).unwrap()
+    measure(config, workload, Size::of(true), None, timers, seed, None).unwrap()
 }
 
 fn both() -> Timers {
@@ -117,7 +117,7 @@ fn no_design_uses_more_ssd_than_it_is_given() {
     let size = Size::of(true);
     for config in [Config::Hybrid, Config::IndexOnFast, Config::HotCold] {
         let given = flashkv_lab::placement::OVERHEAD + (1 << 20);
-        let m = measure(config, Workload::Oltp, size, Some(given), both(), 1).unwrap();
+        let m = measure(config, Workload::Oltp, size, Some(given), both(), 1, None).unwrap();
         assert!(
             m.ssd_bytes <= given,
             "{config:?}: {} of {given}",

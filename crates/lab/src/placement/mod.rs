@@ -305,7 +305,16 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
         None => None,
     };
     let (timers, timeout_s) = timers(&p)?;
-    let m = measure(p.config, p.workload, size, ssd_bytes, timers, seed)?;
+    let scratch = opts.dir("placement")?;
+    let m = measure(
+        p.config,
+        p.workload,
+        size,
+        ssd_bytes,
+        timers,
+        seed,
+        Some(&scratch),
+    )?;
     Output::of(&[Row {
         part: p.part,
         workload: p.workload,

@@ -3,12 +3,13 @@
 //! arriving at a fixed rate with the drives' standby timers set (energy per
 //! transaction, latency).
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use flashkv_device::{
-    presets, BlockDevice, Completion, DeviceSpec, DeviceStats, Geometry, Nanos, PairDevice,
-    Result as DevResult, SimDevice, Tier, Tiers,
+    presets, BlockDevice, Completion, DataStore, DeviceSpec, DeviceStats, Geometry, Nanos,
+    PairDevice, Result as DevResult, SimDevice, Tier, Tiers,
 };
 use flashkv_engine::{Db, Options, Placement, StoreKind};
 use flashkv_hybrid::HybridDevice;
@@ -196,9 +197,21 @@ struct Rig {
 struct Handles(Vec<(Tier, Shared<SimDevice>)>);
 
 /// The devices of `config`; `ssd_bytes` sizes the SSD (else the preset's).
-fn rig(config: Config, ssd_bytes: Option<u64>, timers: Timers) -> Result<Rig, LabError> {
+/// The hybrid's SSD keeps its data in a scratch file in `scratch`, where
+/// given: its log, hundreds of MB, need not be held in memory.
+fn rig(
+    config: Config,
+    ssd_bytes: Option<u64>,
+    timers: Timers,
+    scratch: Option<&Path>,
+) -> Result<Rig, LabError> {
     let mut hdd = presets::open(HDD)?;
-    let mut ssd = presets::open(SSD)?;
+    let spec = presets::get(SSD)?;
+    let store = match scratch.filter(|_| config == Config::Hybrid) {
+        Some(dir) => DataStore::scratch_file(dir, ssd_bytes.unwrap_or(spec.capacity))?,
+        None => DataStore::default(),
+    };
+    let mut ssd = SimDevice::with_store(&spec, store)?;
     hdd.set_standby_after(timers.hdd)?;
     ssd.set_standby_after(timers.ssd)?;
     let (hdd, ssd) = (Shared::new(hdd), Shared::new(ssd));
@@ -291,7 +304,8 @@ fn load(
     Ok((Db::open(dev, opts(frames)?)?, pages * PAGE))
 }
 
-/// Runs one configuration: warm-up, closed loop, then arrivals.
+/// Runs one configuration: warm-up, closed loop, then arrivals. `scratch`:
+/// a folder for the hybrid SSD's data (else it is held in memory).
 pub fn measure(
     config: Config,
     workload: Workload,
@@ -299,8 +313,9 @@ pub fn measure(
     ssd_bytes: Option<u64>,
     timers: Timers,
     seed: u64,
+    scratch: Option<&Path>,
 ) -> Result<Measured, LabError> {
-    let rig = rig(config, ssd_bytes, Timers::default())?;
+    let rig = rig(config, ssd_bytes, Timers::default(), scratch)?;
     let floor = Arc::new(AtomicU64::new(0));
     let (db, db_bytes) = load(rig.dev, &floor, config, size, seed)?;
     let rig = Handles(rig.handles);
