@@ -60,6 +60,9 @@ pub struct Page {
     index: Vec<u8>,
     /// Length of the keys' common prefix: that of the first and last keys.
     skip: usize,
+    /// The kind byte's meaning, kept beside the image (it never changes)
+    /// so a descent need not load the page's header to learn it.
+    kind: Kind,
 }
 
 /// Bytes of each key the search index keeps.
@@ -74,6 +77,16 @@ fn fingerprint(key: &[u8], skip: usize) -> u32 {
     let n = tail.len().min(FP);
     b[..n].copy_from_slice(&tail[..n]);
     u32::from_be_bytes(b)
+}
+
+/// The kind a page's kind byte names (a validated page's is 1 to 4).
+fn kind_of(b: u8) -> Kind {
+    match b {
+        1 => Kind::Leaf,
+        2 => Kind::Internal,
+        3 => Kind::Overflow,
+        _ => Kind::Free,
+    }
 }
 
 /// Length of the longest common prefix of `a` and `b`.
@@ -103,6 +116,7 @@ impl Page {
             buf: vec![0u8; size].into_boxed_slice(),
             index: Vec::new(),
             skip: 0,
+            kind,
         };
         p.buf[4] = PAGE_VERSION;
         p.buf[5] = kind as u8;
@@ -131,10 +145,12 @@ impl Page {
                 expected: PAGE_VERSION,
             });
         }
+        let kind = kind_of(buf[5]);
         let mut p = Page {
             buf,
             index: Vec::new(),
             skip: 0,
+            kind,
         };
         if p.id() != expect {
             return Err(bad_page(expect, "holds another page (a write went astray)"));
@@ -230,12 +246,8 @@ impl Page {
     }
 
     pub fn kind(&self) -> Kind {
-        match self.buf[5] {
-            1 => Kind::Leaf,
-            2 => Kind::Internal,
-            3 => Kind::Overflow,
-            _ => Kind::Free,
-        }
+        debug_assert_eq!(self.kind, kind_of(self.buf[5]), "the kind kept");
+        self.kind
     }
     pub fn id(&self) -> PageId {
         rd64(&self.buf, 16)
@@ -305,8 +317,13 @@ impl Page {
     /// Probes the search index, then compares whole keys only among the
     /// slots whose indexed bytes equal the key's (usually one or none).
     pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
-        let n = self.len();
-        debug_assert_eq!(self.index.len(), self.skip + FP * n, "index of every slot");
+        // The slot count from the index: the page's header stays unread.
+        let n = (self.index.len() - self.skip) / FP;
+        debug_assert_eq!(
+            self.index.len(),
+            self.skip + FP * self.len(),
+            "index of every slot"
+        );
         let (prefix, fps) = self.index.split_at(self.skip);
         // Every key starts with `prefix`: a key that does not is before or
         // after them all.
