@@ -18,12 +18,16 @@
 //!
 //! Cells grow down from the end of the page: `[key len u16][value len u16][key][value]`.
 //!
-//! Beside the image, never written, a page keeps a search index: its keys'
-//! common prefix and four bytes of each key after it, in slot order, so a
-//! binary search probes one small array instead of cells scattered over the
-//! page (the "poor man's normalized keys" of Graefe and Larson, "B-tree
-//! indexes and CPU caches", ICDE 2001). It is derived from the cells: built
-//! when an image is read, kept up to date by every change of the cells.
+//! Beside the image, never written, an internal page keeps a search index:
+//! its keys' common prefix and four bytes of each key after it, in slot
+//! order, so a binary search probes one small array instead of cells
+//! scattered over the page (the "poor man's normalized keys" of Graefe and
+//! Larson, "B-tree indexes and CPU caches", ICDE 2001). It is derived from
+//! the cells: built when an image is read, kept up to date by every change
+//! of the cells. Internal pages are few, hold many keys each and are
+//! searched by every operation; leaves, most of the memory, hold few keys
+//! each and keep none (a small allocation per leaf also made the
+//! allocator's heaps fragment: docs/benchmarks.md).
 
 use crate::error::{bad_page, Error, Result};
 use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
@@ -53,7 +57,7 @@ pub enum Kind {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Page {
     buf: Box<[u8]>,
-    /// The search index (leaf and internal pages; empty otherwise): the
+    /// The search index (internal pages; empty otherwise): the
     /// `skip` bytes every key starts with, then [`FP`] bytes per slot, the
     /// key's bytes after them (zero-padded), in slot order. Derived from
     /// `buf`, so equal images have equal indexes.
@@ -156,7 +160,7 @@ impl Page {
             return Err(bad_page(expect, "holds another page (a write went astray)"));
         }
         p.validate()?;
-        if matches!(p.kind(), Kind::Leaf | Kind::Internal) {
+        if p.kind() == Kind::Internal {
             p.rebuild_index();
         }
         debug_assert!(
@@ -314,9 +318,37 @@ impl Page {
     }
 
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.
-    /// Probes the search index, then compares whole keys only among the
-    /// slots whose indexed bytes equal the key's (usually one or none).
+    /// On an internal page it probes the search index first, then compares
+    /// whole keys only among the slots whose indexed bytes equal the key's
+    /// (usually one or none).
     pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
+        let (mut lo, mut hi) = match self.kind {
+            Kind::Internal => self.indexed(key)?,
+            _ => (0, self.len()),
+        };
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid).cmp(key) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        debug_assert!(
+            lo == 0 || self.key(lo - 1) < key,
+            "keys before the slot are smaller"
+        );
+        debug_assert!(
+            lo == self.len() || self.key(lo) > key,
+            "keys from the slot are larger"
+        );
+        Err(lo)
+    }
+
+    /// The slots an internal page's index leaves `key` among: those
+    /// whose indexed bytes equal the key's; `Err(slot)` when `key` does not
+    /// start with the keys' common prefix and so goes before or after them all.
+    fn indexed(&self, key: &[u8]) -> std::result::Result<(usize, usize), usize> {
         // The slot count from the index: the page's header stays unread.
         let n = (self.index.len() - self.skip) / FP;
         debug_assert_eq!(
@@ -325,8 +357,6 @@ impl Page {
             "index of every slot"
         );
         let (prefix, fps) = self.index.split_at(self.skip);
-        // Every key starts with `prefix`: a key that does not is before or
-        // after them all.
         match key[..key.len().min(self.skip)].cmp(prefix) {
             std::cmp::Ordering::Less => return Err(0),
             std::cmp::Ordering::Greater => return Err(n),
@@ -352,51 +382,42 @@ impl Page {
         while hi < n && fp(hi) == f {
             hi += 1;
         }
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match self.key(mid).cmp(key) {
-                std::cmp::Ordering::Less => lo = mid + 1,
-                std::cmp::Ordering::Greater => hi = mid,
-                std::cmp::Ordering::Equal => return Ok(mid),
-            }
-        }
-        debug_assert!(
-            lo == 0 || self.key(lo - 1) < key,
-            "keys before the slot are smaller"
-        );
-        debug_assert!(
-            lo == self.len() || self.key(lo) > key,
-            "keys from the slot are larger"
-        );
-        Err(lo)
+        Ok((lo, hi))
     }
 
-    /// The search index the cells give: `(skip, index)`.
-    fn fresh_index(&self) -> (usize, Vec<u8>) {
+    /// Fills `index` with the search index the cells give (reusing its
+    /// room); returns the common prefix's length.
+    fn fill_index(&self, index: &mut Vec<u8>) -> usize {
         let n = self.len();
         let skip = match n {
             0 => 0,
             n => common_prefix(self.key(0), self.key(n - 1)),
         };
-        let mut index = Vec::with_capacity(skip + FP * n);
+        index.clear();
+        index.reserve_exact(skip + FP * n);
         if n > 0 {
             index.extend_from_slice(&self.key(0)[..skip]);
         }
         for i in 0..n {
             index.extend_from_slice(&fingerprint(self.key(i), skip).to_be_bytes());
         }
-        (skip, index)
+        skip
     }
 
     /// Rebuilds the search index from the cells.
     fn rebuild_index(&mut self) {
-        (self.skip, self.index) = self.fresh_index();
+        let mut index = std::mem::take(&mut self.index);
+        self.skip = self.fill_index(&mut index);
+        self.index = index;
     }
 
     /// After slot `slot` was inserted (`inserted`) or removed: updates the
     /// search index, rebuilding it if the first or last key changed the
     /// common prefix.
     fn index_changed(&mut self, slot: usize, inserted: bool) {
+        if self.kind != Kind::Internal {
+            return;
+        }
         let n = self.len();
         let skip = match n {
             0 => 0,
@@ -407,7 +428,10 @@ impl Page {
             self.rebuild_index();
         } else if inserted {
             let f = fingerprint(self.key(slot), skip).to_be_bytes();
-            self.index.splice(at..at, f);
+            let end = self.index.len();
+            self.index.extend_from_slice(&f);
+            self.index.copy_within(at..end, at + FP);
+            self.index[at..at + FP].copy_from_slice(&f);
         } else {
             self.index.drain(at..at + FP);
         }
@@ -416,8 +440,11 @@ impl Page {
 
     /// Whether the search index is the one the cells give (debug checks).
     fn index_agrees(&self) -> bool {
-        let (skip, index) = self.fresh_index();
-        skip == self.skip && index == self.index
+        if self.kind != Kind::Internal {
+            return self.index.is_empty() && self.skip == 0;
+        }
+        let mut index = Vec::new();
+        self.fill_index(&mut index) == self.skip && index == self.index
     }
 
     /// Bytes a cell takes, slot included.
@@ -786,7 +813,8 @@ mod tests {
             removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
         ) {
             let with = |k: &Vec<u8>| [&common[..], k].concat();
-            let mut p = Page::new(4096, 9, Kind::Leaf);
+            let kind = if common.len() % 2 == 0 { Kind::Internal } else { Kind::Leaf };
+            let mut p = Page::new(4096, 9, kind);
             let check = |p: &Page, probes: &[Vec<u8>]| -> std::result::Result<(), TestCaseError> {
                 for q in probes {
                     let linear = match (0..p.len()).find(|&i| p.key(i) >= &q[..]) {
