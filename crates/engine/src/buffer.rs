@@ -143,8 +143,20 @@ fn use_shard() -> usize {
 const MAX_STAGED: usize = 256;
 
 /// Uses readers may record before one is sent down the exclusive path to
-/// hand them over.
+/// hand them over (when other readers kept the policy busy meanwhile).
 const MAX_SHARED_USES: usize = 4096;
+
+/// Uses a reader records before it hands them to the policy itself: enough
+/// that taking the policy's lock is a small part of the work (one atomic
+/// operation per batch against a hash lookup and a list move per use), few
+/// enough that the read doing it stays short (a few microseconds where
+/// handing over [`MAX_SHARED_USES`] took hundreds).
+const HAND_OVER: usize = 64;
+
+/// The policy, reached with exclusive access (no lock taken).
+fn policy_of(m: &mut Mutex<Box<dyn Policy>>) -> &mut dyn Policy {
+    m.get_mut().unwrap_or_else(|e| e.into_inner()).as_mut()
+}
 
 pub(crate) struct BufferPool {
     frames: HashMap<PageId, Frame>,
@@ -165,7 +177,11 @@ pub(crate) struct BufferPool {
     /// What the running batch did to each pinned page, for its log record.
     changes: HashMap<PageId, Change>,
     capacity: usize,
-    policy: Box<dyn Policy>,
+    /// The replacement policy. Under the exclusive lock it is reached
+    /// without locking ([`Mutex::get_mut`]); a shared reader whose uses
+    /// reach [`HAND_OVER`] gives them to it if no other reader holds it.
+    policy: Mutex<Box<dyn Policy>>,
+    policy_name: &'static str,
     pub stats: BufferStats,
     /// State of each page before the running batch first changed it, to
     /// roll the batch back.
@@ -229,7 +245,8 @@ impl BufferPool {
             pinned: Vec::new(),
             changes: HashMap::default(),
             capacity: capacity.max(1),
-            policy,
+            policy_name: policy.name(),
+            policy: Mutex::new(policy),
             stats: BufferStats::default(),
             undo: HashMap::default(),
             index_resident,
@@ -329,7 +346,12 @@ impl BufferPool {
     }
 
     pub fn policy_name(&self) -> &'static str {
-        self.policy.name()
+        self.policy_name
+    }
+
+    /// The policy, under the exclusive lock.
+    fn policy(&mut self) -> &mut dyn Policy {
+        policy_of(&mut self.policy)
     }
 
     pub fn contains(&self, id: PageId) -> bool {
@@ -347,6 +369,10 @@ impl BufferPool {
 
     /// Records that a shared reader used `pages` (all resident); false,
     /// recording nothing, when too many uses wait for the policy already.
+    /// Once the thread's uses reach [`HAND_OVER`], gives them to the policy
+    /// if no other reader is doing so (else they wait for the next reader
+    /// or exclusive lock): readers hand their uses over in small batches,
+    /// not all at once under the exclusive lock.
     pub fn note_shared(&self, pages: &[PageId]) -> bool {
         let shard = &self.shared[use_shard()];
         let mut s = shard.lock().unwrap_or_else(|e| e.into_inner());
@@ -355,6 +381,16 @@ impl BufferPool {
         }
         s.pages.extend_from_slice(pages);
         s.hits += pages.len() as u64;
+        if s.pages.len() >= HAND_OVER {
+            if let Ok(mut policy) = self.policy.try_lock() {
+                // No eviction runs under the shared lock, and the last
+                // exclusive lock took the uses before these: all resident.
+                for id in s.pages.drain(..) {
+                    debug_assert!(self.frames.contains_key(&id), "page {id} resident");
+                    policy.access(id);
+                }
+            }
+        }
         true
     }
 
@@ -366,6 +402,7 @@ impl BufferPool {
             self.idle(),
             "shared uses are handed over between operations"
         );
+        let policy = policy_of(&mut self.policy);
         for shard in &mut self.shared {
             let s = shard.get_mut().unwrap_or_else(|e| e.into_inner());
             self.stats.hits += std::mem::take(&mut s.hits);
@@ -376,7 +413,7 @@ impl BufferPool {
                     "shared use of evicted page {id}"
                 );
                 if self.frames.contains_key(&id) {
-                    self.policy.access(id);
+                    policy.access(id);
                 }
             }
         }
@@ -422,7 +459,7 @@ impl BufferPool {
     ) -> Result<&mut Frame> {
         if self.frames.contains_key(&id) {
             self.stats.hits += 1;
-            self.policy.access(id);
+            self.policy().access(id);
         } else {
             self.stats.misses += 1;
             self.make_room(store, disk)?;
@@ -474,11 +511,11 @@ impl BufferPool {
             Some(old) => {
                 self.index_pages =
                     self.index_pages + usize::from(index) - usize::from(is_index(&old));
-                self.policy.access(id);
+                self.policy().access(id);
             }
             None => {
                 self.index_pages += usize::from(index);
-                self.policy.admit(id);
+                self.policy().admit(id);
             }
         }
         self.note(id);
@@ -533,7 +570,7 @@ impl BufferPool {
         }
         let was_dirty = f.dirty;
         if !was_dirty {
-            self.policy.dirtied(id);
+            policy_of(&mut self.policy).dirtied(id);
         }
         f.dirty = true;
         f.pinned = true;
@@ -667,7 +704,7 @@ impl BufferPool {
                 "index pages counted"
             );
             self.index_pages -= usize::from(is_index(&f));
-            self.policy.forget(id);
+            self.policy().forget(id);
             self.set_dirty(id, false);
         }
     }
@@ -710,13 +747,14 @@ impl BufferPool {
             store: &*store,
             index_resident: self.index_resident,
         };
-        let Some(victim) = self.policy.victim(&view) else {
+        let policy = policy_of(&mut self.policy);
+        let Some(victim) = policy.victim(&view) else {
             return Ok(false);
         };
         assert!(
             view.evictable(victim),
             "policy {} chose page {victim}, which may not leave",
-            self.policy.name()
+            self.policy_name
         );
         let f = &self.frames[&victim];
         if f.dirty {
@@ -732,7 +770,7 @@ impl BufferPool {
                     dirty: true,
                     unit,
                 };
-                let mut g = self.policy.write_group(info, &view);
+                let mut g = policy.write_group(info, &view);
                 g.retain(|p| {
                     view.evictable(*p) && view.info(*p).is_some_and(|i| i.dirty && i.unit == unit)
                 });

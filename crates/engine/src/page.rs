@@ -17,6 +17,17 @@
 //! | 48 | slot array of u16 cell offsets, sorted by key |
 //!
 //! Cells grow down from the end of the page: `[key len u16][value len u16][key][value]`.
+//!
+//! Beside the image, never written, an internal page keeps a search index:
+//! its keys' common prefix and four bytes of each key after it, in slot
+//! order, so a binary search probes one small array instead of cells
+//! scattered over the page (the "poor man's normalized keys" of Graefe and
+//! Larson, "B-tree indexes and CPU caches", ICDE 2001). It is derived from
+//! the cells: built when an image is read, kept up to date by every change
+//! of the cells. Internal pages are few, hold many keys each and are
+//! searched by every operation; leaves, most of the memory, hold few keys
+//! each and keep none (a small allocation per leaf also made the
+//! allocator's heaps fragment: docs/benchmarks.md).
 
 use crate::error::{bad_page, Error, Result};
 use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
@@ -46,6 +57,45 @@ pub enum Kind {
 #[derive(Clone, PartialEq, Eq)]
 pub struct Page {
     buf: Box<[u8]>,
+    /// The search index (internal pages; empty otherwise): the
+    /// `skip` bytes every key starts with, then [`FP`] bytes per slot, the
+    /// key's bytes after them (zero-padded), in slot order. Derived from
+    /// `buf`, so equal images have equal indexes.
+    index: Vec<u8>,
+    /// Length of the keys' common prefix: that of the first and last keys.
+    skip: usize,
+    /// The kind byte's meaning, kept beside the image (it never changes)
+    /// so a descent need not load the page's header to learn it.
+    kind: Kind,
+}
+
+/// Bytes of each key the search index keeps.
+const FP: usize = 4;
+
+/// The [`FP`] bytes of `key` after its first `skip`, zero-padded, as a
+/// number: among keys sharing their first `skip` bytes, a < b implies
+/// fp(a) <= fp(b), so equal numbers only leave the order open.
+fn fingerprint(key: &[u8], skip: usize) -> u32 {
+    let mut b = [0u8; FP];
+    let tail = key.get(skip..).unwrap_or_default();
+    let n = tail.len().min(FP);
+    b[..n].copy_from_slice(&tail[..n]);
+    u32::from_be_bytes(b)
+}
+
+/// The kind a page's kind byte names (a validated page's is 1 to 4).
+fn kind_of(b: u8) -> Kind {
+    match b {
+        1 => Kind::Leaf,
+        2 => Kind::Internal,
+        3 => Kind::Overflow,
+        _ => Kind::Free,
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 impl std::fmt::Debug for Page {
@@ -68,6 +118,9 @@ impl Page {
         assert_ne!(id, NO_PAGE, "a page has a number");
         let mut p = Page {
             buf: vec![0u8; size].into_boxed_slice(),
+            index: Vec::new(),
+            skip: 0,
+            kind,
         };
         p.buf[4] = PAGE_VERSION;
         p.buf[5] = kind as u8;
@@ -96,11 +149,20 @@ impl Page {
                 expected: PAGE_VERSION,
             });
         }
-        let p = Page { buf };
+        let kind = kind_of(buf[5]);
+        let mut p = Page {
+            buf,
+            index: Vec::new(),
+            skip: 0,
+            kind,
+        };
         if p.id() != expect {
             return Err(bad_page(expect, "holds another page (a write went astray)"));
         }
         p.validate()?;
+        if p.kind() == Kind::Internal {
+            p.rebuild_index();
+        }
         debug_assert!(
             p.kind() != Kind::Leaf && p.kind() != Kind::Internal
                 || p.used() <= Self::capacity(size),
@@ -188,12 +250,8 @@ impl Page {
     }
 
     pub fn kind(&self) -> Kind {
-        match self.buf[5] {
-            1 => Kind::Leaf,
-            2 => Kind::Internal,
-            3 => Kind::Overflow,
-            _ => Kind::Free,
-        }
+        debug_assert_eq!(self.kind, kind_of(self.buf[5]), "the kind kept");
+        self.kind
     }
     pub fn id(&self) -> PageId {
         rd64(&self.buf, 16)
@@ -260,8 +318,14 @@ impl Page {
     }
 
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.
+    /// On an internal page it probes the search index first, then compares
+    /// whole keys only among the slots whose indexed bytes equal the key's
+    /// (usually one or none).
     pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
-        let (mut lo, mut hi) = (0, self.len());
+        let (mut lo, mut hi) = match self.kind {
+            Kind::Internal => self.indexed(key)?,
+            _ => (0, self.len()),
+        };
         while lo < hi {
             let mid = (lo + hi) / 2;
             match self.key(mid).cmp(key) {
@@ -279,6 +343,108 @@ impl Page {
             "keys from the slot are larger"
         );
         Err(lo)
+    }
+
+    /// The slots an internal page's index leaves `key` among: those
+    /// whose indexed bytes equal the key's; `Err(slot)` when `key` does not
+    /// start with the keys' common prefix and so goes before or after them all.
+    fn indexed(&self, key: &[u8]) -> std::result::Result<(usize, usize), usize> {
+        // The slot count from the index: the page's header stays unread.
+        let n = (self.index.len() - self.skip) / FP;
+        debug_assert_eq!(
+            self.index.len(),
+            self.skip + FP * self.len(),
+            "index of every slot"
+        );
+        let (prefix, fps) = self.index.split_at(self.skip);
+        match key[..key.len().min(self.skip)].cmp(prefix) {
+            std::cmp::Ordering::Less => return Err(0),
+            std::cmp::Ordering::Greater => return Err(n),
+            std::cmp::Ordering::Equal => {}
+        }
+        let f = fingerprint(key, self.skip);
+        let fp = |i: usize| {
+            let b = &fps[FP * i..FP * i + FP];
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+        };
+        let (mut lo, mut hi) = (0, n);
+        // The first slot whose indexed bytes are not below the key's ...
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fp(mid) < f {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // ... and the first past those equal to them.
+        hi = lo;
+        while hi < n && fp(hi) == f {
+            hi += 1;
+        }
+        Ok((lo, hi))
+    }
+
+    /// Fills `index` with the search index the cells give (reusing its
+    /// room); returns the common prefix's length.
+    fn fill_index(&self, index: &mut Vec<u8>) -> usize {
+        let n = self.len();
+        let skip = match n {
+            0 => 0,
+            n => common_prefix(self.key(0), self.key(n - 1)),
+        };
+        index.clear();
+        index.reserve_exact(skip + FP * n);
+        if n > 0 {
+            index.extend_from_slice(&self.key(0)[..skip]);
+        }
+        for i in 0..n {
+            index.extend_from_slice(&fingerprint(self.key(i), skip).to_be_bytes());
+        }
+        skip
+    }
+
+    /// Rebuilds the search index from the cells.
+    fn rebuild_index(&mut self) {
+        let mut index = std::mem::take(&mut self.index);
+        self.skip = self.fill_index(&mut index);
+        self.index = index;
+    }
+
+    /// After slot `slot` was inserted (`inserted`) or removed: updates the
+    /// search index, rebuilding it if the first or last key changed the
+    /// common prefix.
+    fn index_changed(&mut self, slot: usize, inserted: bool) {
+        if self.kind != Kind::Internal {
+            return;
+        }
+        let n = self.len();
+        let skip = match n {
+            0 => 0,
+            n => common_prefix(self.key(0), self.key(n - 1)),
+        };
+        let at = self.skip + FP * slot;
+        if skip != self.skip || n == 0 {
+            self.rebuild_index();
+        } else if inserted {
+            let f = fingerprint(self.key(slot), skip).to_be_bytes();
+            let end = self.index.len();
+            self.index.extend_from_slice(&f);
+            self.index.copy_within(at..end, at + FP);
+            self.index[at..at + FP].copy_from_slice(&f);
+        } else {
+            self.index.drain(at..at + FP);
+        }
+        debug_assert!(self.index_agrees(), "page {}: search index", self.id());
+    }
+
+    /// Whether the search index is the one the cells give (debug checks).
+    fn index_agrees(&self) -> bool {
+        if self.kind != Kind::Internal {
+            return self.index.is_empty() && self.skip == 0;
+        }
+        let mut index = Vec::new();
+        self.fill_index(&mut index) == self.skip && index == self.index
     }
 
     /// Bytes a cell takes, slot included.
@@ -346,6 +512,7 @@ impl Page {
         self.buf.copy_within(s..HEADER + 2 * n, s + 2);
         self.buf[s..s + 2].copy_from_slice(&(off as u16).to_le_bytes());
         self.buf[6..8].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+        self.index_changed(slot, true);
         debug_assert_eq!(self.key(slot), key, "the cell is where it was put");
     }
 
@@ -360,6 +527,7 @@ impl Page {
         let s = HEADER + 2 * slot;
         self.buf.copy_within(s + 2..HEADER + 2 * n, s);
         self.buf[6..8].copy_from_slice(&((n - 1) as u16).to_le_bytes());
+        self.index_changed(slot, false);
         debug_assert_eq!(
             self.used() + Self::cell_size(kl, vl),
             before,
@@ -377,6 +545,8 @@ impl Page {
         self.buf[6..8].copy_from_slice(&0u16.to_le_bytes());
         self.set_u32(8, size);
         self.set_u32(12, 0);
+        self.index.clear();
+        self.skip = 0;
     }
 
     /// Rewrites the cells contiguously at the end of the page.
@@ -652,6 +822,51 @@ mod tests {
                 }
                 let _ = p.used();
             }
+        }
+
+        /// The indexed search agrees with a linear one through inserts and
+        /// removals that move the keys' common prefix, and a page read
+        /// back has the index its writer kept.
+        #[test]
+        fn indexed_search_matches_linear(
+            keys in proptest::collection::vec(proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(b'u'), Just(255)], 0..9), 1..60),
+            common in proptest::collection::vec(any::<u8>(), 0..6),
+            removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
+        ) {
+            let with = |k: &Vec<u8>| [&common[..], k].concat();
+            let kind = if common.len() % 2 == 0 { Kind::Internal } else { Kind::Leaf };
+            let mut p = Page::new(4096, 9, kind);
+            let check = |p: &Page, probes: &[Vec<u8>]| -> std::result::Result<(), TestCaseError> {
+                for q in probes {
+                    let linear = match (0..p.len()).find(|&i| p.key(i) >= &q[..]) {
+                        Some(i) if p.key(i) == &q[..] => Ok(i),
+                        Some(i) => Err(i),
+                        None => Err(p.len()),
+                    };
+                    prop_assert_eq!(p.search(q), linear);
+                }
+                Ok(())
+            };
+            let mut probes: Vec<Vec<u8>> = keys.iter().map(with).collect();
+            probes.extend(keys.iter().cloned());
+            probes.push(Vec::new());
+            for k in keys.iter().map(with) {
+                if let Err(i) = p.search(&k) {
+                    if p.fits(k.len(), 3) {
+                        p.insert_at(i, &k, b"val");
+                    }
+                }
+                check(&p, &probes)?;
+            }
+            for r in removals {
+                if p.is_empty() {
+                    break;
+                }
+                p.remove_at(r.index(p.len()));
+                check(&p, &probes)?;
+            }
+            let q = Page::from_bytes(p.seal().to_vec().into_boxed_slice(), 9).unwrap();
+            prop_assert!(q == p, "a page read back has its writer's index");
         }
 
         #[test]
