@@ -682,6 +682,7 @@ impl BufferPool {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
             debug_assert!(f.pinned, "page {id} listed as pinned");
             f.pinned = false;
+            f.page.build_index();
             f.lsn = disk.logged;
             // Dirty but for the pages the batch stored before its record.
             if f.dirty {

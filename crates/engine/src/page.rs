@@ -18,16 +18,16 @@
 //!
 //! Cells grow down from the end of the page: `[key len u16][value len u16][key][value]`.
 //!
-//! Beside the image, never written, an internal page keeps a search index:
-//! its keys' common prefix and four bytes of each key after it, in slot
-//! order, so a binary search probes one small array instead of cells
+//! Beside the image, never written, a page of the tree keeps a search
+//! index: its keys' common prefix and four bytes of each key after it, in
+//! slot order, so a binary search probes one small array instead of cells
 //! scattered over the page (the "poor man's normalized keys" of Graefe and
 //! Larson, "B-tree indexes and CPU caches", ICDE 2001). It is derived from
-//! the cells: built when an image is read, kept up to date by every change
-//! of the cells. Internal pages are few, hold many keys each and are
-//! searched by every operation; leaves, most of the memory, hold few keys
-//! each and keep none (a small allocation per leaf also made the
-//! allocator's heaps fragment: docs/benchmarks.md).
+//! the cells and built when an image is read. An internal page's index is
+//! kept up to date by every change of its cells; a leaf's is dropped by a
+//! change and built again when the batch that changed it commits
+//! ([`Page::build_index`]), so a batch of many changes to one leaf does
+//! not keep it at every one (it searches the cells meanwhile).
 
 use crate::error::{bad_page, Error, Result};
 use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
@@ -53,11 +53,13 @@ pub enum Kind {
     Free = 4,
 }
 
-/// A page image in memory.
-#[derive(Clone, PartialEq, Eq)]
+/// A page image in memory. Pages are equal when their images are (the
+/// index is derived from the image, and a leaf's may wait to be built).
+#[derive(Clone)]
 pub struct Page {
     buf: Box<[u8]>,
-    /// The search index (internal pages; empty otherwise): the
+    /// The search index (internal pages, and leaves but while a batch
+    /// changes them; empty otherwise): the
     /// `skip` bytes every key starts with, then [`FP`] bytes per slot, the
     /// key's bytes after them (zero-padded), in slot order. Derived from
     /// `buf`, so equal images have equal indexes.
@@ -68,6 +70,14 @@ pub struct Page {
     /// so a descent need not load the page's header to learn it.
     kind: Kind,
 }
+
+impl PartialEq for Page {
+    fn eq(&self, other: &Page) -> bool {
+        self.buf == other.buf
+    }
+}
+
+impl Eq for Page {}
 
 /// Bytes of each key the search index keeps.
 const FP: usize = 4;
@@ -160,7 +170,7 @@ impl Page {
             return Err(bad_page(expect, "holds another page (a write went astray)"));
         }
         p.validate()?;
-        if p.kind() == Kind::Internal {
+        if matches!(p.kind(), Kind::Internal | Kind::Leaf) {
             p.rebuild_index();
         }
         debug_assert!(
@@ -318,12 +328,14 @@ impl Page {
     }
 
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.
-    /// On an internal page it probes the search index first, then compares
-    /// whole keys only among the slots whose indexed bytes equal the key's
+    /// Where the page has its search index it probes that first, then
+    /// compares whole keys only among the slots whose indexed bytes equal
+    /// the key's
     /// (usually one or none).
     pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         let (mut lo, mut hi) = match self.kind {
             Kind::Internal => self.indexed(key)?,
+            Kind::Leaf if !self.index.is_empty() => self.indexed(key)?,
             _ => (0, self.len()),
         };
         while lo < hi {
@@ -345,7 +357,7 @@ impl Page {
         Err(lo)
     }
 
-    /// The slots an internal page's index leaves `key` among: those
+    /// The slots the page's index leaves `key` among: those
     /// whose indexed bytes equal the key's; `Err(slot)` when `key` does not
     /// start with the keys' common prefix and so goes before or after them all.
     fn indexed(&self, key: &[u8]) -> std::result::Result<(usize, usize), usize> {
@@ -415,6 +427,12 @@ impl Page {
     /// search index, rebuilding it if the first or last key changed the
     /// common prefix.
     fn index_changed(&mut self, slot: usize, inserted: bool) {
+        if self.kind == Kind::Leaf {
+            // Built again when the batch commits (keeping its room).
+            self.index.clear();
+            self.skip = 0;
+            return;
+        }
         if self.kind != Kind::Internal {
             return;
         }
@@ -438,10 +456,20 @@ impl Page {
         debug_assert!(self.index_agrees(), "page {}: search index", self.id());
     }
 
-    /// Whether the search index is the one the cells give (debug checks).
+    /// A leaf's search index, where a change dropped it.
+    pub fn build_index(&mut self) {
+        if self.kind == Kind::Leaf && self.index.is_empty() && !self.is_empty() {
+            self.rebuild_index();
+        }
+        debug_assert!(self.index_agrees(), "page {}: search index", self.id());
+    }
+
+    /// Whether the search index is the one the cells give, or a leaf's
+    /// dropped (debug checks).
     fn index_agrees(&self) -> bool {
-        if self.kind != Kind::Internal {
-            return self.index.is_empty() && self.skip == 0;
+        let dropped = self.index.is_empty() && self.skip == 0;
+        if self.kind != Kind::Internal && (self.kind != Kind::Leaf || dropped) {
+            return dropped;
         }
         let mut index = Vec::new();
         self.fill_index(&mut index) == self.skip && index == self.index
@@ -825,8 +853,9 @@ mod tests {
         }
 
         /// The indexed search agrees with a linear one through inserts and
-        /// removals that move the keys' common prefix, and a page read
-        /// back has the index its writer kept.
+        /// removals that move the keys' common prefix (on a leaf, with its
+        /// index dropped by the change and built again), and a page read
+        /// back has its writer's image.
         #[test]
         fn indexed_search_matches_linear(
             keys in proptest::collection::vec(proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(b'u'), Just(255)], 0..9), 1..60),
@@ -856,6 +885,9 @@ mod tests {
                         p.insert_at(i, &k, b"val");
                     }
                 }
+                // A leaf's index dropped by the change, then built again.
+                check(&p, &probes)?;
+                p.build_index();
                 check(&p, &probes)?;
             }
             for r in removals {
@@ -863,6 +895,8 @@ mod tests {
                     break;
                 }
                 p.remove_at(r.index(p.len()));
+                check(&p, &probes)?;
+                p.build_index();
                 check(&p, &probes)?;
             }
             let q = Page::from_bytes(p.seal().to_vec().into_boxed_slice(), 9).unwrap();
