@@ -58,11 +58,10 @@ pub enum Kind {
 #[derive(Clone)]
 pub struct Page {
     buf: Box<[u8]>,
-    /// The search index (internal pages, and leaves but while a batch
-    /// changes them; empty otherwise): the
-    /// `skip` bytes every key starts with, then [`FP`] bytes per slot, the
-    /// key's bytes after them (zero-padded), in slot order. Derived from
-    /// `buf`, so equal images have equal indexes.
+    /// The search index (internal pages, and leaves but between a change
+    /// and the commit of its batch; empty otherwise): the `skip` bytes
+    /// every key starts with, then [`FP`] bytes per slot, the key's bytes
+    /// after them (zero-padded), in slot order. Derived from `buf`.
     index: Vec<u8>,
     /// Length of the keys' common prefix: that of the first and last keys.
     skip: usize,
@@ -330,8 +329,7 @@ impl Page {
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.
     /// Where the page has its search index it probes that first, then
     /// compares whole keys only among the slots whose indexed bytes equal
-    /// the key's
-    /// (usually one or none).
+    /// the key's (usually one or none).
     pub fn search(&self, key: &[u8]) -> std::result::Result<usize, usize> {
         let (mut lo, mut hi) = match self.kind {
             Kind::Internal => self.indexed(key)?,
@@ -400,11 +398,7 @@ impl Page {
     /// Fills `index` with the search index the cells give (reusing its
     /// room); returns the common prefix's length.
     fn fill_index(&self, index: &mut Vec<u8>) -> usize {
-        let n = self.len();
-        let skip = match n {
-            0 => 0,
-            n => common_prefix(self.key(0), self.key(n - 1)),
-        };
+        let (n, skip) = (self.len(), self.keys_prefix());
         index.clear();
         index.reserve_exact(skip + FP * n);
         if n > 0 {
@@ -414,6 +408,14 @@ impl Page {
             index.extend_from_slice(&fingerprint(self.key(i), skip).to_be_bytes());
         }
         skip
+    }
+
+    /// Length of the prefix every key shares: that of the first and last.
+    fn keys_prefix(&self) -> usize {
+        match self.len() {
+            0 => 0,
+            n => common_prefix(self.key(0), self.key(n - 1)),
+        }
     }
 
     /// Rebuilds the search index from the cells.
@@ -436,11 +438,7 @@ impl Page {
         if self.kind != Kind::Internal {
             return;
         }
-        let n = self.len();
-        let skip = match n {
-            0 => 0,
-            n => common_prefix(self.key(0), self.key(n - 1)),
-        };
+        let (n, skip) = (self.len(), self.keys_prefix());
         let at = self.skip + FP * slot;
         if skip != self.skip || n == 0 {
             self.rebuild_index();

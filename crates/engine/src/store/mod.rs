@@ -211,8 +211,8 @@ pub(crate) trait PageStore: Send + Sync {
 mod tests {
     use super::write_runs;
 
-    /// The requests `write_runs` makes of `pages` (offset, image length,
-    /// first byte of each image) with requests of at most `max` bytes.
+    /// The requests (offset, bytes) `write_runs` makes of `pages`
+    /// (offset, image) with requests of at most `max` bytes.
     fn requests(pages: &[(u64, Vec<u8>)], max: u64) -> Vec<(u64, Vec<u8>)> {
         let mut refs: Vec<(u64, &[u8])> = pages.iter().map(|(o, i)| (*o, &i[..])).collect();
         let mut out = Vec::new();
