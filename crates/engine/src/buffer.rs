@@ -189,6 +189,9 @@ pub(crate) struct BufferPool {
     /// Keep internal (index) pages resident outside the frame budget, as
     /// seed 001 keeps its index in main memory.
     index_resident: bool,
+    /// Never evict a dirty page: a read-only store holds the pages the log
+    /// of a closed store changed, and cannot write them.
+    keep_dirty: bool,
     /// Resident internal pages.
     index_pages: usize,
     /// Pages whose image the write-ahead log holds since the checkpoint.
@@ -205,6 +208,7 @@ struct View<'a> {
     dirty: &'a BTreeSet<PageId>,
     store: &'a dyn PageStore,
     index_resident: bool,
+    keep_dirty: bool,
 }
 
 fn is_index(f: &Frame) -> bool {
@@ -222,7 +226,9 @@ impl FrameView for View<'_> {
     fn evictable(&self, page: PageId) -> bool {
         self.frames
             .get(&page)
-            .is_some_and(|f| !(f.pinned || self.index_resident && is_index(f)))
+            .is_some_and(|f| {
+                !(f.pinned || self.index_resident && is_index(f) || self.keep_dirty && f.dirty)
+            })
     }
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
         self.dirty
@@ -250,6 +256,7 @@ impl BufferPool {
             stats: BufferStats::default(),
             undo: HashMap::default(),
             index_resident,
+            keep_dirty: false,
             index_pages: 0,
             imaged: HashSet::default(),
             unimaged: 0,
@@ -648,6 +655,21 @@ impl BufferPool {
         v
     }
 
+    /// From now on no dirty page leaves the pool (a read-only store's).
+    pub fn keep_dirty(&mut self) {
+        self.keep_dirty = true;
+    }
+
+    /// A page recovery installed is as the page store holds it: it leaves
+    /// the pool, to be read again when used.
+    pub fn forget_installed(&mut self, id: PageId) {
+        debug_assert!(
+            self.frames.get(&id).is_some_and(|f| f.dirty && !f.pinned),
+            "page {id} was installed by recovery"
+        );
+        self.remove(id);
+    }
+
     /// Applies logged operations to a page recovery installed earlier.
     pub fn replay_ops(&mut self, id: PageId, ops: &[Op]) -> Result<()> {
         let Some(f) = self.frames.get_mut(&id) else {
@@ -747,6 +769,7 @@ impl BufferPool {
             dirty: &self.dirty,
             store: &*store,
             index_resident: self.index_resident,
+            keep_dirty: self.keep_dirty,
         };
         let policy = policy_of(&mut self.policy);
         let Some(victim) = policy.victim(&view) else {

@@ -247,6 +247,7 @@ pub struct Options {
     pub(crate) wal_size: Option<u64>,
     pub(crate) sync: bool,
     pub(crate) writer: bool,
+    pub(crate) close_checkpoint: bool,
     pub(crate) append_fill: u8,
     pub(crate) max_size: Option<u64>,
     pub(crate) io: Option<IoProfile>,
@@ -296,6 +297,7 @@ impl Default for Options {
             wal_size: None,
             sync: false,
             writer: true,
+            close_checkpoint: false,
             append_fill: APPEND_FILL,
             max_size: None,
             io: None,
@@ -313,6 +315,7 @@ impl std::fmt::Debug for Options {
             .field("wal_size", &self.wal_size)
             .field("sync", &self.sync)
             .field("writer", &self.writer)
+            .field("close_checkpoint", &self.close_checkpoint)
             .field("append_fill", &self.append_fill)
             .field("max_size", &self.max_size)
             .field("io", &self.io)
@@ -422,6 +425,22 @@ impl OptionsBuilder {
     /// experiments. Default: `true`.
     pub fn writer(mut self, on: bool) -> Self {
         self.0.writer = on;
+        self
+    }
+
+    /// Make [`crate::Db::close`] write every dirty page back first (a full
+    /// checkpoint), so that the next open replays nothing and
+    /// [`crate::Db::open_read_only`] can open the store. Off, a close of an
+    /// in-place store makes the log durable and marks its end, writing no
+    /// page: the next open replays the log into the pool and goes on
+    /// appending to it, and the pages are written when the background
+    /// writer or the next log switch would have written them, as if the
+    /// store had stayed open (an LSM store's close leaves its memtable in
+    /// its journal the same way). Stores that do not overwrite pages (in-
+    /// page logging, two devices) and stores on raw NAND always checkpoint
+    /// at close. Default: `false`.
+    pub fn close_checkpoint(mut self, on: bool) -> Self {
+        self.0.close_checkpoint = on;
         self
     }
 

@@ -530,6 +530,20 @@ impl Wal {
         Ok(matches!(found, Found::Record(_)))
     }
 
+    /// Steps back over the record appended (or recovered) last, of
+    /// `payload` bytes, so that the next append takes its place and its
+    /// sequence number.
+    pub fn unappend(&mut self, payload: usize) {
+        let total = self.record_len(payload);
+        assert!(
+            self.pos >= total && self.next_seq > 1,
+            "a record of {payload} bytes was appended"
+        );
+        self.pos -= total;
+        self.next_seq -= 1;
+        self.durable = self.durable.min(self.next_seq - 1);
+    }
+
     /// Offset and length of the records written in the current epoch.
     pub fn written(&self) -> (u64, u64) {
         (self.start, self.pos)

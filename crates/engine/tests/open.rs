@@ -228,3 +228,68 @@ fn a_read_only_open_leaves_recovery_to_a_writer() {
     assert!(matches!(e, Error::NotAStoreFile { .. }), "{e}");
     assert_untouched(&foreign, b"meeting notes\n", "foreign read-only open");
 }
+
+#[test]
+fn a_close_leaves_the_log_to_the_next_open_which_resumes_it() {
+    let o = Options::builder()
+        .buffer_pages(4096)
+        .sync(true)
+        .build()
+        .unwrap();
+    let dev = flashkv_device::presets::open("dram-ssd").unwrap();
+    let db = Db::open(Box::new(dev), o.clone()).unwrap();
+    let put = |db: &Db, r: std::ops::Range<u32>| {
+        for i in r {
+            db.put(&i.to_be_bytes(), &[i as u8; 100]).unwrap();
+        }
+    };
+    put(&db, 0..300);
+    let before = db.stats().device.host_write_bytes;
+    let dev = db.close().unwrap();
+    // The log was durable already (sync): the close wrote its end mark only.
+    let wrote = dev.stats().host_write_bytes - before;
+    assert!(wrote <= 4096, "the close wrote {wrote} bytes");
+    let db = Db::open(dev, o.clone()).unwrap();
+    let s = db.stats();
+    assert_eq!(
+        (s.checkpoints, s.data_io.write_bytes),
+        (0, 0),
+        "the open resumed the log"
+    );
+    assert!(s.resident_pages > 0, "the replayed pages are in the pool");
+    assert_eq!(db.get(&7u32.to_be_bytes()).unwrap(), Some(vec![7; 100]));
+    // Writes go on in the same log; a crash then loses none of them.
+    put(&db, 300..400);
+    let db = Db::open(db.into_device(), o.clone()).unwrap();
+    let got = db.scan(..).unwrap();
+    assert_eq!(got.len(), 400);
+    assert!(got.iter().all(|(k, v)| v[0] == k[3]), "every value as written");
+    // Asked for, the close checkpoints, and the next open replays nothing.
+    let oc = o.to_builder().close_checkpoint(true).build().unwrap();
+    let dev = Db::open(db.close().unwrap(), oc.clone())
+        .unwrap()
+        .close()
+        .unwrap();
+    let db = Db::open(dev, oc).unwrap();
+    assert_eq!(db.stats().resident_pages, 0, "the open replayed nothing");
+    assert_eq!(db.scan(..).unwrap().len(), 400);
+}
+
+#[test]
+fn a_read_only_open_replays_the_log_a_close_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kept.db");
+    let db = Db::create(&path, Options::default()).unwrap();
+    for i in 0..200u32 {
+        db.put(&i.to_be_bytes(), &[3; 50]).unwrap();
+    }
+    db.close().unwrap();
+    let before = std::fs::read(&path).unwrap();
+    // Two frames: the replayed pages stay resident beside them.
+    let o = Options::builder().buffer_pages(2).build().unwrap();
+    let r = Db::open_read_only(&path, o).unwrap();
+    assert_eq!(r.scan(..).unwrap().len(), 200);
+    assert_eq!(r.get(&199u32.to_be_bytes()).unwrap(), Some(vec![3; 50]));
+    r.close().unwrap();
+    assert_untouched(&path, &before, "read-only open of a store with a log");
+}

@@ -94,7 +94,7 @@ impl BlockDevice for Detached {
 /// The mark a closed or dropped store leaves at the end of its log: an
 /// images record of no page, which nothing else writes (a write back logs
 /// at least one image) and which replays as nothing.
-fn end_mark() -> Vec<u8> {
+pub(super) fn end_mark() -> Vec<u8> {
     redo::Writer::images(0, 0).finish()
 }
 

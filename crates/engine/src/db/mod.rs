@@ -7,6 +7,7 @@ mod close;
 mod commit;
 mod open;
 mod recover;
+mod resume;
 mod writer;
 
 pub use batch::{BatchOp, WriteBatch};
@@ -122,6 +123,9 @@ struct Core {
     writer: bool,
     /// The writer's work runs after commits (no thread for it).
     writer_inline: bool,
+    /// Checkpoint at close even where the log could be left to the next
+    /// open ([`Core::keeps_log`]).
+    close_checkpoint: bool,
     /// Log bytes the last batch that did not fit needed (its record and
     /// the room kept for write-backs).
     log_need: u64,
@@ -685,20 +689,20 @@ impl Db {
         self.lock()?.guard(Core::checkpoint)
     }
 
-    /// Checkpoints, marks the end of the log, and returns the device.
+    /// Makes every write durable, marks the end of the log, and returns
+    /// the device. An in-place store leaves its dirty pages to the log,
+    /// which the next open replays and goes on appending to; other stores,
+    /// and any with [`crate::OptionsBuilder::close_checkpoint`], write them
+    /// back first (a checkpoint).
     pub fn close(self) -> Result<Box<dyn BlockDevice>> {
         Ok(self.close_with_log()?.0)
     }
 
-    /// Checkpoints, marks the end of the log, and returns the device and
-    /// the log device, if the store has one ([`Db::open_with_log`]).
+    /// [`Db::close`], returning the device and the log device, if the
+    /// store has one ([`Db::open_with_log`]).
     pub fn close_with_log(mut self) -> Result<Devices> {
         self.stop_writer();
-        self.lock()?.guard(|c| {
-            c.checkpoint()?;
-            c.mark_log_end();
-            Ok(())
-        })?;
+        self.lock()?.guard(Core::close_out)?;
         Ok(self.into_devices())
     }
 

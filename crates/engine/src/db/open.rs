@@ -31,6 +31,7 @@ impl Core {
             false => wal.recover(&mut disk, close::is_end_mark)?,
         };
         // The marks of a store closed or dropped replay as nothing.
+        let marked = records.last().is_some_and(close::is_end_mark);
         while records.last().is_some_and(close::is_end_mark) {
             records.pop();
         }
@@ -39,15 +40,17 @@ impl Core {
             false => wal.next_epoch(&mut disk)?,
         };
         let read_only = mode == Mode::ReadOnly;
-        if read_only && (created || !records.is_empty()) {
+        let mut core = Core::new(disk, store, &ckpt, &opts, read_only);
+        if read_only
+            && (created || !records.is_empty() && !core.may_resume(&records, marked, &next))
+        {
             // Recovery writes; a reader cannot, as in SQLite.
             return Err(Error::NeedsRecovery);
         }
-        let mut core = Core::new(disk, store, &ckpt, &opts, read_only);
         core.shrink = shrink;
         match read_only {
-            true => core.check_next_epoch(&next)?,
-            false => core.start(records, &next, wal, opts.lab.wal, created)?,
+            true => core.read_log(records, &next)?,
+            false => core.start(records, &next, wal, opts.lab.wal, created, marked)?,
         }
         Ok(core)
     }
@@ -167,6 +170,7 @@ impl Core {
             batch_from: 0,
             writer: opts.writer,
             writer_inline: false,
+            close_checkpoint: opts.close_checkpoint,
             store,
             disk,
         }
@@ -174,8 +178,9 @@ impl Core {
 
     /// Makes an opened store ready for writing: replays `records`, checks
     /// that no later checkpoint was lost (`next`: the next epoch's first
-    /// records), copies them into a new epoch, creates the tree of a new
-    /// store, and checkpoints.
+    /// records), and either resumes their epoch (a close left it,
+    /// `marked`: [`Core::may_resume`]) or copies them into a new epoch,
+    /// creates the tree of a new store, and checkpoints.
     pub(super) fn start(
         &mut self,
         records: Vec<Logged>,
@@ -183,10 +188,17 @@ impl Core {
         mut wal: Wal,
         log: bool,
         created: bool,
+        marked: bool,
     ) -> Result<()> {
         let recovered = !records.is_empty();
+        let resumable = recovered && log && self.may_resume(&records, marked, next);
         self.recover(records)?;
         self.check_next_epoch(next)?;
+        if resumable && self.pool.dirty_len() <= self.dirty_limit() {
+            self.wal_seq = wal.next_seq;
+            self.disk.journal = Some(wal);
+            return self.guard(Core::resume);
+        }
         if recovered {
             self.guard(|c| c.relog(&mut wal))?;
         }

@@ -8,7 +8,7 @@
 //! state its first operation was applied to. Operations logged before a
 //! page's first image are already in that image and are skipped.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::Core;
 use crate::btree::Meta;
@@ -54,20 +54,37 @@ impl Core {
             first_image.values().all(|&i| i < decoded.len()),
             "first images index records"
         );
+        // Pages whose latest entry says the store holds them as they are.
+        let mut stored = FxHashSet::default();
         for (i, (meta, entries)) in decoded.into_iter().enumerate() {
             if let Some(m) = meta {
                 self.meta = m;
             }
             for e in entries {
                 match e {
-                    Entry::Image(p) => self.pool.install(p),
+                    Entry::Image(p) => {
+                        let id = p.id();
+                        self.pool.install(p);
+                        self.pool.mark_imaged(id);
+                        stored.remove(&id);
+                    }
                     // The page's first image, later in the log, holds these.
                     Entry::Ops(id, _) | Entry::Stored(id, _)
                         if first_image.get(&id).is_some_and(|&f| f > i) => {}
-                    Entry::Ops(id, ops) => self.replay_ops(id, &ops)?,
-                    Entry::Stored(id, crc) => self.replay_stored(id, crc, seqs[i])?,
+                    Entry::Ops(id, ops) => {
+                        self.replay_ops(id, &ops)?;
+                        stored.remove(&id);
+                    }
+                    Entry::Stored(id, crc) => {
+                        self.replay_stored(id, crc, seqs[i])?;
+                        stored.insert(id);
+                    }
                 }
             }
+        }
+        // Read back and checked: they need no write (nor a carry), nor room.
+        for id in stored {
+            self.pool.forget_installed(id);
         }
         Ok(())
     }

@@ -97,7 +97,11 @@ pub fn apply(db: &Db, op: &Op, next: &mut Model) -> flashkv_engine::Result<()> {
 /// Runs `ops`; returns the model after each acknowledged op and the index of
 /// the last state known durable.
 pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
-    let mut m = Model::new();
+    run_from(db, ops, sync, Model::new())
+}
+
+/// [`run`] on a store that holds `m` already.
+pub fn run_from(db: &Db, ops: &[Op], sync: bool, mut m: Model) -> (Vec<Model>, usize, bool) {
     let mut states = vec![m.clone()];
     let mut durable = 0;
     for op in ops {

@@ -27,6 +27,8 @@ fn load(
         .page_size(PAGE)
         .buffer_pages(1 << 16)
         .writer(false)
+        // The runs start from a checkpointed store, as the seed's did.
+        .close_checkpoint(true)
         .build()?;
     let db = match log {
         Some(log) => Db::open_with_log(dev, log, opts)?,

@@ -294,6 +294,8 @@ fn load(
             .wal_size(WAL)
             .buffer_pages(frames)
             .sync(true)
+            // The runs start from a checkpointed store.
+            .close_checkpoint(true)
             .build()
     };
     let db = Db::open(dev, opts(1 << 16)?)?;
