@@ -68,7 +68,18 @@ enum Before {
     Clean,
     /// It was dirty: a copy of its frame.
     Dirty(Frame),
+    /// It was dirty, and the batch's copies had reached [`UNDO_COPY_BYTES`]:
+    /// rolling back forgets the frame, and the caller rebuilds it from the
+    /// log, which holds every change committed since the checkpoint.
+    Logged,
 }
+
+/// Bytes of dirty pages a batch copies for its rollback at most, where the
+/// log can rebuild the rest ([`BufferPool::rebuild_from_log`]). The copies
+/// serve only a batch that fails or must run again (rare), yet a batch over
+/// a dirty pool would double the pool's memory for them; 4 MiB covers a
+/// batch of a thousand scattered puts on 4 KiB pages.
+const UNDO_COPY_BYTES: usize = 4 << 20;
 
 /// What a batch did to a page.
 pub(crate) enum Change {
@@ -102,6 +113,9 @@ pub struct BufferStats {
     /// Pages written back by full checkpoints (close, recovery, and
     /// [`crate::Db::checkpoint`]).
     pub checkpoint_pages: u64,
+    /// Dirty pages a batch's rollback rebuilt from the log (the batch kept
+    /// no copy of them: it had copied 4 MiB of dirty pages already).
+    pub rebuilt_pages: u64,
 }
 
 /// Why pages are written back, for [`BufferStats`].
@@ -186,6 +200,10 @@ pub(crate) struct BufferPool {
     /// State of each page before the running batch first changed it, to
     /// roll the batch back.
     undo: HashMap<PageId, Before>,
+    /// Bytes of the frames `undo` holds copies of.
+    undo_bytes: usize,
+    /// A rollback may leave dirty pages for the log to rebuild.
+    log_rebuilds: bool,
     /// Keep internal (index) pages resident outside the frame budget, as
     /// seed 001 keeps its index in main memory.
     index_resident: bool,
@@ -224,11 +242,9 @@ impl FrameView for View<'_> {
         })
     }
     fn evictable(&self, page: PageId) -> bool {
-        self.frames
-            .get(&page)
-            .is_some_and(|f| {
-                !(f.pinned || self.index_resident && is_index(f) || self.keep_dirty && f.dirty)
-            })
+        self.frames.get(&page).is_some_and(|f| {
+            !(f.pinned || self.index_resident && is_index(f) || self.keep_dirty && f.dirty)
+        })
     }
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId> {
         self.dirty
@@ -255,6 +271,8 @@ impl BufferPool {
             policy: Mutex::new(policy),
             stats: BufferStats::default(),
             undo: HashMap::default(),
+            undo_bytes: 0,
+            log_rebuilds: false,
             index_resident,
             keep_dirty: false,
             index_pages: 0,
@@ -489,7 +507,13 @@ impl BufferPool {
             let before = match self.frames.get(&id) {
                 None => Before::New,
                 Some(f) if !f.dirty => Before::Clean,
-                Some(f) => Before::Dirty(f.clone()),
+                Some(_) if self.log_rebuilds && self.undo_bytes >= UNDO_COPY_BYTES => {
+                    Before::Logged
+                }
+                Some(f) => {
+                    self.undo_bytes += f.page.bytes().len();
+                    Before::Dirty(f.clone())
+                }
             };
             self.undo.insert(id, before);
             self.pinned.push(id);
@@ -699,6 +723,7 @@ impl BufferPool {
     /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         self.undo.clear();
+        self.undo_bytes = 0;
         self.changes.clear();
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
@@ -732,10 +757,14 @@ impl BufferPool {
         }
     }
 
-    /// Undoes every change of the running batch.
-    pub fn rollback(&mut self) {
+    /// Undoes every change of the running batch; returns the pages it
+    /// could not restore, for the log to rebuild ([`Before::Logged`]).
+    #[must_use = "the pages returned must be rebuilt from the log"]
+    pub fn rollback(&mut self) -> Vec<PageId> {
         self.pinned.clear();
         self.changes.clear();
+        self.undo_bytes = 0;
+        let mut lost = Vec::new();
         for (id, before) in std::mem::take(&mut self.undo) {
             match before {
                 Before::Dirty(f) => {
@@ -748,9 +777,34 @@ impl BufferPool {
                     self.note(id);
                 }
                 Before::New | Before::Clean => self.remove(id),
+                Before::Logged => {
+                    self.remove(id);
+                    lost.push(id);
+                }
             }
         }
         debug_assert!(self.consistent(), "the pool after a rollback");
+        lost
+    }
+
+    /// Lets a rollback leave dirty pages for the log to rebuild (a store
+    /// with a log, whose frames hold nothing the log does not: no in-page
+    /// log of their own).
+    pub fn rebuild_from_log(&mut self, on: bool) {
+        self.log_rebuilds = on;
+    }
+
+    /// A page the log rebuilt after a rollback: its latest change is in
+    /// the newest record at most, which must be durable before it is
+    /// written back.
+    pub fn rebuilt(&mut self, id: PageId, logged: u64) {
+        let f = self.frames.get_mut(&id).expect("rebuilt");
+        debug_assert!(f.dirty, "page {id} was dirty before the batch");
+        f.lsn = logged;
+        self.stats.rebuilt_pages += 1;
+        // Out of the dirty set and in again: ordered by that record now.
+        self.set_dirty(id, false);
+        self.set_dirty(id, true);
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {

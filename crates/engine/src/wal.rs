@@ -107,6 +107,8 @@ pub(crate) struct Wal {
     pos: u64,
     /// Sequence number of the next record.
     pub next_seq: u64,
+    /// Sequence number of the current epoch's first record.
+    first: u64,
     sector: u64,
     /// Bytes from `start` already erased (program-once devices) since the last reset.
     clean_to: u64,
@@ -147,6 +149,7 @@ impl Wal {
             len: len / 2,
             pos: 0,
             next_seq,
+            first: next_seq,
             sector,
             clean_to: 0,
             epoch,
@@ -544,6 +547,32 @@ impl Wal {
         self.durable = self.durable.min(self.next_seq - 1);
     }
 
+    /// The records of the current epoch appended so far, read back from
+    /// the device (to rebuild pages a rollback could not restore). One
+    /// that does not read back is [`Error::Corrupt`].
+    pub fn read_back(&self, disk: &mut Disk) -> Result<Vec<Logged>> {
+        let mut out = Vec::new();
+        let (mut pos, mut seq) = (0, self.first);
+        while seq < self.next_seq {
+            let Found::Record(r) = self.read_at(disk, pos, seq)? else {
+                return Err(corrupt(
+                    Structure::LogRecord,
+                    Location::Record(seq),
+                    "appended since the store was opened, it does not read back",
+                ));
+            };
+            pos += r.total;
+            out.push(Logged {
+                seq,
+                kind: r.kind,
+                payload: r.payload,
+            });
+            seq += 1;
+        }
+        debug_assert_eq!(pos, self.pos, "the epoch's records end where appends go");
+        Ok(out)
+    }
+
     /// Offset and length of the records written in the current epoch.
     pub fn written(&self) -> (u64, u64) {
         (self.start, self.pos)
@@ -560,6 +589,7 @@ impl Wal {
         );
         self.start = self.region + (epoch % 2) * self.len;
         self.pos = 0;
+        self.first = self.next_seq;
         self.clean_to = 0;
         self.epoch = epoch;
     }

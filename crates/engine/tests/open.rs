@@ -263,7 +263,10 @@ fn a_close_leaves_the_log_to_the_next_open_which_resumes_it() {
     let db = Db::open(db.into_device(), o.clone()).unwrap();
     let got = db.scan(..).unwrap();
     assert_eq!(got.len(), 400);
-    assert!(got.iter().all(|(k, v)| v[0] == k[3]), "every value as written");
+    assert!(
+        got.iter().all(|(k, v)| v[0] == k[3]),
+        "every value as written"
+    );
     // Asked for, the close checkpoints, and the next open replays nothing.
     let oc = o.to_builder().close_checkpoint(true).build().unwrap();
     let dev = Db::open(db.close().unwrap(), oc.clone())

@@ -41,8 +41,7 @@ impl Core {
                 let before = c.meta;
                 c.batch_from = before.next_page;
                 if let Err(e) = f(&mut c.tree()) {
-                    c.pool.rollback();
-                    c.meta = before;
+                    c.undo_batch(before)?;
                     match e {
                         // The page store grew up to a log that moved above
                         // it: a full checkpoint brings the log home.
@@ -56,13 +55,11 @@ impl Core {
                 match c.log_batch() {
                     Err(Error::Full(_)) if attempt < 2 && c.disk.journal.is_some() => {
                         let need = c.log_need;
-                        c.pool.rollback();
-                        c.meta = before;
+                        c.undo_batch(before)?;
                         c.make_room(need)?;
                     }
                     Err(e) => {
-                        c.pool.rollback();
-                        c.meta = before;
+                        c.undo_batch(before)?;
                         return Err(e);
                     }
                     Ok(wait) => {
@@ -79,6 +76,14 @@ impl Core {
             }
             unreachable!("the third attempt returns")
         })
+    }
+
+    /// Undoes the running batch: the pool as it was (pages it kept no copy
+    /// of rebuilt from the log) and the tree state `before` it.
+    fn undo_batch(&mut self, before: Meta) -> Result<()> {
+        let lost = self.pool.rollback();
+        self.meta = before;
+        self.rebuild(lost)
     }
 
     /// Log bytes a batch keeps free beyond its record, for `dirty` dirty

@@ -184,11 +184,16 @@ struct GiveBack;
 
 impl Drop for GiveBack {
     fn drop(&mut self) {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only releases free memory; 0 keeps no pad.
-        unsafe {
-            libc::malloc_trim(0);
-        }
+        give_back();
+    }
+}
+
+/// Returns the heap's free memory to the system ([`GiveBack`]).
+fn give_back() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; 0 keeps no pad.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

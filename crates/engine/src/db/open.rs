@@ -194,6 +194,9 @@ impl Core {
         let resumable = recovered && log && self.may_resume(&records, marked, next);
         self.recover(records)?;
         self.check_next_epoch(next)?;
+        // A store that overwrites pages keeps nothing in a frame that its
+        // log does not: a rollback may leave pages for the log to rebuild.
+        self.pool.rebuild_from_log(log && self.store.overwrites());
         if resumable && self.pool.dirty_len() <= self.dirty_limit() {
             self.wal_seq = wal.next_seq;
             self.disk.journal = Some(wal);

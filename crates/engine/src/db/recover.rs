@@ -31,6 +31,38 @@ impl Core {
     /// own records go first: they finish interrupted rewrites of the
     /// device, which the pages read here must see.
     pub(super) fn recover(&mut self, records: Vec<Logged>) -> Result<()> {
+        self.replay(records, None)
+    }
+
+    /// Rebuilds pages `ids`, dirty before a batch whose rollback kept no
+    /// copy of them, from the current epoch's records, as recovery would:
+    /// the log holds every change committed since the checkpoint.
+    pub(super) fn rebuild(&mut self, ids: Vec<PageId>) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let Some(w) = self.disk.journal.take() else {
+            unreachable!("a rollback leaves pages to the log only where there is one");
+        };
+        let records = w.read_back(&mut self.disk);
+        self.disk.journal = Some(w);
+        let only: FxHashSet<PageId> = ids.iter().copied().collect();
+        self.replay(records?, Some(&only))?;
+        for id in ids {
+            if !self.pool.contains(id) {
+                return Err(bad_page(
+                    id,
+                    "dirty before a batch, the log does not rebuild it",
+                ));
+            }
+            self.pool.rebuilt(id, self.disk.logged);
+        }
+        Ok(())
+    }
+
+    /// Replays `records`: every page, the tree state and the page store's
+    /// own records (recovery), or `only` these pages (a rebuild).
+    fn replay(&mut self, records: Vec<Logged>, only: Option<&FxHashSet<PageId>>) -> Result<()> {
         let ps = self.store.page_size();
         let mut decoded: Vec<Decoded> = Vec::new();
         let mut seqs = Vec::new();
@@ -42,6 +74,7 @@ impl Core {
                     (Some(meta), entries)
                 }
                 redo::IMAGES_RECORD => (None, images(redo::decode_images(&payload, ps, seq)?)),
+                _ if only.is_some() => continue,
                 kind => {
                     self.store.replay(&mut self.disk, seq, kind, &payload)?;
                     continue;
@@ -56,11 +89,20 @@ impl Core {
         );
         // Pages whose latest entry says the store holds them as they are.
         let mut stored = FxHashSet::default();
+        let wanted = |e: &Entry| {
+            only.is_none_or(|o| {
+                o.contains(&match e {
+                    Entry::Image(p) => p.id(),
+                    Entry::Ops(id, _) | Entry::Stored(id, _) => *id,
+                })
+            })
+        };
         for (i, (meta, entries)) in decoded.into_iter().enumerate() {
-            if let Some(m) = meta {
-                self.meta = m;
+            match meta {
+                Some(m) if only.is_none() => self.meta = m,
+                _ => {}
             }
-            for e in entries {
+            for e in entries.into_iter().filter(wanted) {
                 match e {
                     Entry::Image(p) => {
                         let id = p.id();
@@ -86,6 +128,7 @@ impl Core {
         for id in stored {
             self.pool.forget_installed(id);
         }
+        super::give_back();
         Ok(())
     }
 

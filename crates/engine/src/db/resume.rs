@@ -54,10 +54,7 @@ impl Core {
                 redo::REDO_RECORD | redo::CARRY_RECORD | redo::IMAGES_RECORD
             )
         });
-        marked
-            && pages_only
-            && matches!(next, Next::Nothing)
-            && self.keeps_log()
+        marked && pages_only && matches!(next, Next::Nothing) && self.keeps_log()
     }
 
     /// Resumes the replayed epoch. The close's mark is replaced, in its
