@@ -74,6 +74,20 @@ enum Before {
     Logged,
 }
 
+/// Entries past which a batch's map is dropped, not cleared, when it
+/// commits: clearing costs the map's capacity, which a large batch (a bulk
+/// load) would otherwise leave for every later commit to pay, and keep.
+const KEEP_MAP: usize = 4096;
+
+/// Empties a batch's map (`undo`, `changes`), keeping its memory only if
+/// a batch of ordinary size left it.
+fn emptied<V>(m: &mut HashMap<PageId, V>) {
+    match m.capacity() > KEEP_MAP {
+        true => *m = HashMap::default(),
+        false => m.clear(),
+    }
+}
+
 /// Bytes of dirty pages a batch copies for its rollback at most, where the
 /// log can rebuild the rest ([`BufferPool::rebuild_from_log`]). The copies
 /// serve only a batch that fails or must run again (rare), yet a batch over
@@ -722,9 +736,9 @@ impl BufferPool {
     /// The batch is logged (as record `disk.logged`): its pages may be
     /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
-        self.undo.clear();
+        emptied(&mut self.undo);
         self.undo_bytes = 0;
-        self.changes.clear();
+        emptied(&mut self.changes);
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
             debug_assert!(f.pinned, "page {id} listed as pinned");
@@ -762,7 +776,7 @@ impl BufferPool {
     #[must_use = "the pages returned must be rebuilt from the log"]
     pub fn rollback(&mut self) -> Vec<PageId> {
         self.pinned.clear();
-        self.changes.clear();
+        emptied(&mut self.changes);
         self.undo_bytes = 0;
         let mut lost = Vec::new();
         for (id, before) in std::mem::take(&mut self.undo) {
