@@ -212,7 +212,9 @@ fn options(args: &KvArgs) -> Result<Options, Fail> {
             "--buffer 0: the buffer pool needs at least 1 page".into(),
         ));
     }
-    let mut opts = Options::builder().policy(policy);
+    // Each command opens and closes the store: a close that left the log
+    // would make every later command replay it.
+    let mut opts = Options::builder().policy(policy).close_checkpoint(true);
     if let Some(frames) = args.buffer {
         opts = opts.buffer_pages(frames);
     }
