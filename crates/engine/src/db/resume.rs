@@ -30,11 +30,18 @@ impl Core {
     }
 
     /// What a close writes: the log made durable ([`Core::keeps_log`]) or
-    /// a checkpoint; then the end mark.
+    /// a checkpoint; then the end mark. A checkpoint that would write less
+    /// than the log the next open would replay is taken anyway (a close
+    /// after a bulk load, whose pages are home already): it costs less than
+    /// that replay, which would also read back every page the load stored.
     pub(super) fn close_out(&mut self) -> Result<()> {
-        match self.keeps_log() && self.disk.journal.is_some() {
-            true => self.disk.flush()?,
-            false => self.checkpoint()?,
+        let ps = self.store.page_size() as u64;
+        // Each dirty page home, and an image first of those without one.
+        let writes = (self.pool.dirty_len() + self.pool.unimaged()) as u64 * ps;
+        let logged = self.disk.journal.as_ref().map(|w| w.written().1);
+        match logged {
+            Some(log) if self.keeps_log() && writes > log => self.disk.flush()?,
+            _ => self.checkpoint()?,
         }
         self.mark_log_end();
         Ok(())
