@@ -243,7 +243,8 @@ impl Db {
         to_py(py, &self.open_db()?.stats())
     }
 
-    /// Checkpoints and closes the store (its device can then be reopened).
+    /// Makes every write durable and closes the store (its device can then
+    /// be reopened; an in-place store leaves its log to that open).
     /// Closing twice does nothing.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         let Some(db) = self.db.take() else {
