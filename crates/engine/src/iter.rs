@@ -1,22 +1,59 @@
-//! Streaming range reads: [`Range`] walks a key range a chunk at a time
-//! (16 pairs, doubling up to 64), so a scan of any size holds at most one
-//! chunk of pairs in memory. A chunk is copied into one buffer the
-//! iterator keeps; a pair becomes two vectors only when it is returned,
-//! so `range(..).take(10)` allocates for ten pairs, not sixteen.
+//! Streaming range reads: [`Range`] walks a key range a chunk at a time,
+//! so a scan of any size holds at most one chunk of pairs in memory. A
+//! chunk is copied into one buffer the iterator keeps; a pair becomes two
+//! vectors only when it is returned.
+//!
+//! Chunks after the first are 16 pairs or twice the one before, up to 64.
+//! The first reads ahead what callers have been taking ([`ReadAhead`]):
+//! as many pairs as the last range the caller stopped reading before its
+//! end returned (16 until one has), the way an operating system sizes its
+//! read-ahead by the reads it saw. Copying pairs nobody reads is most of
+//! a short range's cost (a pair is a few cache lines the copy must load),
+//! so `range(..).take(10)` repeated reads ten pairs a range, not sixteen;
+//! a range that takes more than the last one pays one more chunk.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::db::Db;
 use crate::error::Result;
 
-/// Pairs fetched by the first chunk: short ranges read little ahead. Not
-/// fitted to the peer benchmark's `take(10)` (10 measured faster there:
-/// docs/benchmarks.md, "Read path, 2026-11-27"); a take of up to 16 pairs
-/// reads one chunk.
+/// Pairs fetched by a first chunk before any range was left early, and
+/// by the second chunk at least: short ranges read little ahead.
 const FIRST_CHUNK: usize = 16;
 /// Pairs fetched per chunk at most (chunks double up to it).
 const MAX_CHUNK: usize = 64;
+
+/// A store's read-ahead for the first chunk of its ranges: how many pairs
+/// the last range dropped before its end had returned (1 to
+/// [`MAX_CHUNK`]). Ranges that ran to their end leave it: their length
+/// says where the range ended, not how much the caller wanted.
+#[derive(Debug)]
+pub(crate) struct ReadAhead(AtomicUsize);
+
+impl Default for ReadAhead {
+    fn default() -> Self {
+        ReadAhead(AtomicUsize::new(FIRST_CHUNK))
+    }
+}
+
+impl ReadAhead {
+    /// Pairs the next range's first chunk reads.
+    fn first_chunk(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Learns from a range left after `taken` pairs, before its end.
+    fn learn(&self, taken: usize) {
+        let n = taken.clamp(1, MAX_CHUNK);
+        // Stored only when it changes: ranges on several threads taking
+        // alike do not pass the cache line back and forth.
+        if self.first_chunk() != n {
+            self.0.store(n, Ordering::Relaxed);
+        }
+    }
+}
 
 /// Iterator over the pairs of a key range, ascending ([`Db::range`]) or
 /// descending ([`Db::range_rev`]).
@@ -37,6 +74,8 @@ pub struct Range<'a> {
     /// value's lengths (the value follows the key).
     pairs: VecDeque<(usize, usize, usize)>,
     chunk: usize,
+    /// Pairs returned so far.
+    taken: usize,
     done: bool,
 }
 
@@ -49,7 +88,8 @@ impl<'a> Range<'a> {
             reverse,
             bytes: Vec::new(),
             pairs: VecDeque::new(),
-            chunk: FIRST_CHUNK,
+            chunk: db.read_ahead().first_chunk(),
+            taken: 0,
             done: false,
         }
     }
@@ -91,7 +131,7 @@ impl<'a> Range<'a> {
             "a chunk starts past the pairs already returned"
         );
         self.done = n < self.chunk;
-        self.chunk = (self.chunk * 2).min(MAX_CHUNK);
+        self.chunk = (self.chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK);
         if let Some(&(at, kl, _)) = self.pairs.back() {
             let near = if self.reverse {
                 &mut self.hi
@@ -122,8 +162,19 @@ impl Iterator for Range<'_> {
             }
         }
         let (at, kl, vl) = self.pairs.pop_front()?;
+        self.taken += 1;
         let (k, v) = self.bytes[at..at + kl + vl].split_at(kl);
         Some(Ok((k.to_vec(), v.to_vec())))
+    }
+}
+
+impl Drop for Range<'_> {
+    fn drop(&mut self) {
+        // Left before its end; an error ends it too (`done`, no pairs).
+        let ended = self.done && self.pairs.is_empty();
+        if !ended && self.taken > 0 {
+            self.db.read_ahead().learn(self.taken);
+        }
     }
 }
 
@@ -150,6 +201,57 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Options;
+
+    fn db_of(keys: usize) -> Db {
+        let dev = flashkv_device::presets::open("dram-ssd").expect("preset");
+        let db = Db::open(Box::new(dev), Options::default()).expect("open");
+        for i in 0..keys {
+            db.put(format!("k{i:04}").as_bytes(), b"v").expect("put");
+        }
+        db
+    }
+
+    #[test]
+    fn the_first_chunk_reads_what_the_last_range_left_early_took() {
+        let db = db_of(200);
+        assert_eq!(db.range(..).chunk, FIRST_CHUNK, "before any range");
+        assert_eq!(db.range(..).take(3).count(), 3);
+        assert_eq!(db.range(..).chunk, 3);
+        // A range read to its end, or not read, teaches nothing.
+        assert_eq!(
+            db.range::<(Bound<&[u8]>, Bound<&[u8]>)>((Bound::Included(b"k0190"), Bound::Unbounded))
+                .count(),
+            10
+        );
+        drop(db.range(..));
+        assert_eq!(db.read_ahead().first_chunk(), 3);
+        // Reverse ranges and prefixes share it; it stays within a chunk.
+        assert_eq!(db.prefix(b"k01").take(1000).count(), 100);
+        assert_eq!(db.read_ahead().first_chunk(), 3, "a prefix read to its end");
+        assert_eq!(db.range_rev(..).take(150).count(), 150);
+        assert_eq!(db.read_ahead().first_chunk(), MAX_CHUNK);
+        assert_eq!(db.range(..).take(1).count(), 1);
+        assert_eq!(db.read_ahead().first_chunk(), 1);
+    }
+
+    #[test]
+    fn chunks_after_a_small_first_grow_from_the_default() {
+        let db = db_of(100);
+        let _ = db.range(..).take(1).count();
+        let mut r = db.range(..);
+        let (mut sizes, mut n) = (Vec::new(), 0);
+        loop {
+            if r.pairs.is_empty() && !r.done {
+                sizes.push(r.chunk);
+            }
+            let Some(pair) = r.next() else { break };
+            assert_eq!(pair.expect("pair").0, format!("k{n:04}").as_bytes());
+            n += 1;
+        }
+        // The learnt 1, then 16, 32 and 64 (which reads the last 51).
+        assert_eq!((sizes, n), (vec![1, 16, 32, 64], 100));
+    }
 
     #[test]
     fn prefix_end_is_the_next_prefix() {

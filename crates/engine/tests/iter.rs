@@ -250,7 +250,8 @@ fn underfull_leaves_merge() {
 
 /// With every page resident (the shared, lock-light scan), ranges from
 /// bounds that are keys of the store, cut by takes on both sides of the
-/// chunk sizes (10, then 20, 40, 64), give exactly the model's pairs.
+/// chunk sizes (16, 32, 64, and a first chunk of the last take before),
+/// give exactly the model's pairs.
 #[test]
 fn resident_ranges_and_takes_match_the_model() {
     for kind in kinds() {

@@ -23,7 +23,7 @@ use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode, Shrink};
 use crate::group::LogSync;
 use crate::io::{Disk, ReadAt, Region, RegionStats};
-use crate::iter::{prefix_end, Range};
+use crate::iter::{prefix_end, Range, ReadAhead};
 use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
@@ -167,6 +167,8 @@ struct Inner {
     sync: Arc<LogSync>,
     /// Wakes the background writer.
     signal: writer::Signal,
+    /// How many pairs ranges read first.
+    read_ahead: ReadAhead,
     /// Last, so it is dropped after the pool.
     _give_back: GiveBack,
 }
@@ -346,6 +348,7 @@ impl Db {
             sync: core.disk.sync.clone(),
             core: RwLock::new(core),
             signal: writer::Signal::default(),
+            read_ahead: ReadAhead::default(),
             _give_back: GiveBack,
         });
         // Without a thread the writer's work runs after commits instead.
@@ -359,6 +362,11 @@ impl Db {
             }
         }
         Db { inner, writer }
+    }
+
+    /// The read-ahead of this store's ranges.
+    pub(crate) fn read_ahead(&self) -> &ReadAhead {
+        &self.inner.read_ahead
     }
 
     /// The core for an operation; see [`Inner::lock`].
