@@ -1,7 +1,8 @@
 //! Streaming range reads: [`Range`] walks a key range a chunk at a time,
 //! so a scan of any size holds at most one chunk of pairs in memory. A
-//! chunk is copied into one buffer the iterator keeps; a pair becomes two
-//! vectors only when it is returned.
+//! chunk is copied into one buffer, and the [`Pair`]s returned lend their
+//! key and value from it: a pair costs no allocation (two vectors each
+//! cost two, and copying the pair again).
 //!
 //! Chunks after the first are 16 pairs or twice the one before, up to 64.
 //! The first reads ahead what callers have been taking ([`ReadAhead`]):
@@ -13,8 +14,10 @@
 //! a range that takes more than the last one pays one more chunk.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::db::Db;
 use crate::error::Result;
@@ -68,8 +71,9 @@ pub struct Range<'a> {
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     reverse: bool,
-    /// The chunk's keys and values, back to back.
-    bytes: Vec<u8>,
+    /// The chunk's keys and values, back to back, shared with the
+    /// [`Pair`]s returned from it.
+    bytes: Arc<Vec<u8>>,
     /// Per pair not yet returned: where its key starts, the key's and the
     /// value's lengths (the value follows the key).
     pairs: VecDeque<(usize, usize, usize)>,
@@ -86,7 +90,7 @@ impl<'a> Range<'a> {
             lo,
             hi,
             reverse,
-            bytes: Vec::new(),
+            bytes: Arc::default(),
             pairs: VecDeque::new(),
             chunk: db.read_ahead().first_chunk(),
             taken: 0,
@@ -100,9 +104,14 @@ impl<'a> Range<'a> {
             self.pairs.is_empty(),
             "a chunk is read once the last is used"
         );
-        self.bytes.clear();
+        // The last chunk's buffer is reused unless a pair still holds it.
+        if Arc::get_mut(&mut self.bytes).is_none() {
+            self.bytes = Arc::default();
+        }
+        let bytes = Arc::make_mut(&mut self.bytes); // not shared: no copy
+        bytes.clear();
         let range = (as_ref(&self.lo), as_ref(&self.hi));
-        let (bytes, pairs) = (&mut self.bytes, &mut self.pairs);
+        let pairs = &mut self.pairs;
         let n = self
             .db
             .scan_chunk(range, self.reverse, self.chunk, |chunk| {
@@ -152,7 +161,7 @@ impl<'a> Range<'a> {
 }
 
 impl Iterator for Range<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    type Item = Result<Pair>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.pairs.is_empty() && !self.done {
@@ -161,12 +170,81 @@ impl Iterator for Range<'_> {
                 return Some(Err(e));
             }
         }
-        let (at, kl, vl) = self.pairs.pop_front()?;
+        let (at, key_len, value_len) = self.pairs.pop_front()?;
         self.taken += 1;
-        let (k, v) = self.bytes[at..at + kl + vl].split_at(kl);
-        Some(Ok((k.to_vec(), v.to_vec())))
+        Some(Ok(Pair {
+            chunk: Arc::clone(&self.bytes),
+            at,
+            key_len,
+            value_len,
+        }))
     }
 }
+
+/// A key and its value, as a [`Range`] returns them: lent from the chunk
+/// the range read them in (shared by that chunk's pairs, freed with the
+/// last of them), so returning a pair copies nothing. `into()` or
+/// [`Pair::into_parts`] gives them as two vectors; a pair kept keeps its
+/// chunk (at most 64 pairs) in memory, two vectors only their bytes.
+///
+/// ```
+/// # use flashkv_engine::{Db, Options};
+/// # let db = Db::open(Box::new(flashkv_device::presets::open("dram-ssd").unwrap()), Options::default()).unwrap();
+/// db.put(b"k", b"v").unwrap();
+/// let pair = db.range(..).next().unwrap().unwrap();
+/// assert_eq!((pair.key(), pair.value()), (&b"k"[..], &b"v"[..]));
+/// let (k, v): (Vec<u8>, Vec<u8>) = pair.into();
+/// assert_eq!((k, v), (b"k".to_vec(), b"v".to_vec()));
+/// ```
+#[derive(Clone)]
+pub struct Pair {
+    chunk: Arc<Vec<u8>>,
+    /// Where the key starts in `chunk`; the value follows it.
+    at: usize,
+    key_len: usize,
+    value_len: usize,
+}
+
+impl Pair {
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        &self.chunk[self.at..self.at + self.key_len]
+    }
+
+    /// The value.
+    pub fn value(&self) -> &[u8] {
+        let from = self.at + self.key_len;
+        &self.chunk[from..from + self.value_len]
+    }
+
+    /// The key and the value, copied into vectors of their own.
+    pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
+        (self.key().to_vec(), self.value().to_vec())
+    }
+}
+
+impl From<Pair> for (Vec<u8>, Vec<u8>) {
+    fn from(p: Pair) -> Self {
+        p.into_parts()
+    }
+}
+
+impl fmt::Debug for Pair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pair")
+            .field("key", &self.key())
+            .field("value", &self.value())
+            .finish()
+    }
+}
+
+impl PartialEq for Pair {
+    fn eq(&self, other: &Pair) -> bool {
+        (self.key(), self.value()) == (other.key(), other.value())
+    }
+}
+
+impl Eq for Pair {}
 
 impl Drop for Range<'_> {
     fn drop(&mut self) {
@@ -236,6 +314,36 @@ mod tests {
     }
 
     #[test]
+    fn pairs_kept_across_chunks_keep_their_bytes() {
+        let db = db_of(0);
+        for i in 0..150u32 {
+            db.put(&i.to_be_bytes(), &vec![i as u8; i as usize])
+                .expect("put");
+        }
+        // Every pair kept: each chunk's buffer stays shared while the
+        // range reads the next ones into new buffers.
+        let kept: Vec<Pair> = db.range(..).map(|p| p.expect("pair")).collect();
+        assert_eq!(kept.len(), 150);
+        for (i, p) in (0..150u32).zip(&kept) {
+            assert_eq!(p.key(), i.to_be_bytes());
+            assert_eq!(p.value(), vec![i as u8; i as usize]);
+        }
+        let (k, v) = kept[7].clone().into_parts();
+        assert_eq!((k, v.len()), (7u32.to_be_bytes().to_vec(), 7));
+        // Pairs dropped as they come: one buffer serves every chunk.
+        let mut r = db.range(..);
+        let first = r.next().expect("a pair").expect("pair");
+        let (buffer, n) = (Arc::as_ptr(&first.chunk), first.key().len());
+        drop(first);
+        let rest = r
+            .by_ref()
+            .map(|p| p.expect("pair").key().len())
+            .sum::<usize>();
+        assert_eq!(n + rest, 4 * 150);
+        assert_eq!(Arc::as_ptr(&r.bytes), buffer, "the buffer was reused");
+    }
+
+    #[test]
     fn chunks_after_a_small_first_grow_from_the_default() {
         let db = db_of(100);
         let _ = db.range(..).take(1).count();
@@ -246,7 +354,7 @@ mod tests {
                 sizes.push(r.chunk);
             }
             let Some(pair) = r.next() else { break };
-            assert_eq!(pair.expect("pair").0, format!("k{n:04}").as_bytes());
+            assert_eq!(pair.expect("pair").key(), format!("k{n:04}").as_bytes());
             n += 1;
         }
         // The learnt 1, then 16, 32 and 64 (which reads the last 51).

@@ -634,9 +634,9 @@ impl Db {
     /// for k in [b"a1", b"a2", b"b1"] {
     ///     db.put(k, b"").unwrap();
     /// }
-    /// let keys: Vec<Vec<u8>> = db.prefix(b"a").map(|r| r.unwrap().0).collect();
+    /// let keys: Vec<Vec<u8>> = db.prefix(b"a").map(|r| r.unwrap().key().to_vec()).collect();
     /// assert_eq!(keys, [b"a1".to_vec(), b"a2".to_vec()]);
-    /// assert_eq!(db.range_rev(..).next().unwrap().unwrap().0, b"b1");
+    /// assert_eq!(db.range_rev(..).next().unwrap().unwrap().key(), b"b1");
     /// ```
     pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
         Range::new(
