@@ -313,6 +313,13 @@ pub(crate) fn scan_resident<'p>(
             return Ok(None);
         }
         let n = leaf.len();
+        // The cells this leaf gives are loaded together: the scan then
+        // waits for memory about once, not once a pair.
+        let want = limit.saturating_sub(out.len());
+        match reverse {
+            false => leaf.prefetch_cells(skip, skip + want),
+            true => leaf.prefetch_cells(n.saturating_sub(skip + want), n - skip),
+        }
         for j in std::mem::take(&mut skip)..n {
             if out.len() >= limit {
                 return Ok(pool.note_shared(&used).then_some(out));

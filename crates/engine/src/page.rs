@@ -37,6 +37,19 @@ pub type PageId = u64;
 /// "No page" in sibling and child pointers.
 pub const NO_PAGE: PageId = u64::MAX;
 pub const HEADER: usize = 48;
+/// Starts loading the cache line holding `b`, if the CPU can be asked to.
+fn prefetch(b: &u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it changes nothing the program sees,
+    // never faults, and `b` is a live reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
+}
+
 /// The smallest page an image can be: a header and a little room.
 const MIN_SIZE: usize = HEADER + 16;
 /// The largest page: slot offsets are u16.
@@ -324,6 +337,20 @@ impl Page {
     pub fn pair(&self, i: usize) -> (&[u8], &[u8]) {
         let (off, kl, vl) = self.cell(i);
         self.buf[off + 4..off + 4 + kl + vl].split_at(kl)
+    }
+
+    /// Asks the CPU to load the cells of slots `from..to` (clamped to the
+    /// page) into its cache ahead of their reads: their first lines are
+    /// read (for the cells' lengths) with no load waiting on another, the
+    /// rest prefetched, so a scan of them waits for memory about once
+    /// rather than once a cell.
+    pub fn prefetch_cells(&self, from: usize, to: usize) {
+        for i in from..to.min(self.len()) {
+            let (off, kl, vl) = self.cell(i);
+            for at in (off..off + 4 + kl + vl).step_by(64) {
+                prefetch(&self.buf[at]);
+            }
+        }
     }
 
     /// Binary search: `Ok(slot)` if present, else `Err(insertion slot)`.
@@ -813,6 +840,21 @@ mod tests {
             Page::from_bytes(p.bytes().into(), 8),
             Err(Error::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn prefetching_cells_changes_nothing_for_any_slot_range() {
+        let mut p = Page::new(4096, 7, Kind::Leaf);
+        for i in 0..20u32 {
+            p.insert_at(i as usize, &i.to_be_bytes(), &[1; 150]);
+        }
+        let before = p.clone();
+        // Past the end, empty and backwards ranges are clamped, not read.
+        for (from, to) in [(0, 20), (0, usize::MAX), (19, 40), (20, 25), (7, 3), (0, 0)] {
+            p.prefetch_cells(from, to);
+        }
+        assert!(p == before && p.len() == 20);
+        Page::new(4096, 8, Kind::Leaf).prefetch_cells(0, 10);
     }
 
     #[test]

@@ -75,9 +75,9 @@ fn ranges_match_the_model_while_a_writer_runs() {
                         let rev = rng.gen_bool(0.5);
                         let r = (as_ref(&lo), as_ref(&hi));
                         let got: Vec<_> = if rev {
-                            db.range_rev(r).map(Result::unwrap).collect()
+                            db.range_rev(r).map(|p| p.unwrap().into()).collect()
                         } else {
-                            db.range(r).map(Result::unwrap).collect()
+                            db.range(r).map(|p| p.unwrap().into()).collect()
                         };
                         let mut want: Vec<_> = model
                             .range::<[u8], _>((as_ref(&lo), as_ref(&hi)))
@@ -87,9 +87,9 @@ fn ranges_match_the_model_while_a_writer_runs() {
                         if rev {
                             want.reverse();
                         }
-                        let got: Vec<_> = got.into_iter().filter(|(k, _)| k.starts_with(b"r")).collect();
+                        let got: Vec<(Vec<u8>, Vec<u8>)> = got.into_iter().filter(|(k, _)| k.starts_with(b"r")).collect();
                         assert_eq!(got, want, "{kind:?} {lo:?}..{hi:?} rev={rev}");
-                        let w: Vec<Vec<u8>> = db.prefix(b"w").map(|r| r.unwrap().0).collect();
+                        let w: Vec<Vec<u8>> = db.prefix(b"w").map(|r| r.unwrap().key().to_vec()).collect();
                         assert!(w.windows(2).all(|p| p[0] < p[1]), "writer's keys out of order");
                     }
                 })
@@ -132,7 +132,7 @@ fn fifo_churn_keeps_the_page_count_bounded() {
             after <= 2 * filled + 4,
             "{kind:?}: {filled} pages after filling, {after} after churn"
         );
-        let first = db.range(..).next().unwrap().unwrap().0;
+        let first = db.range(..).next().unwrap().unwrap().into_parts().0;
         assert_eq!(first, (39 * live).to_be_bytes());
         assert_eq!(db.range(..).count() as u64, live);
     }
@@ -239,7 +239,7 @@ fn underfull_leaves_merge() {
         );
         let got: Vec<u64> = db
             .range(..)
-            .map(|r| u64::from_be_bytes(r.unwrap().0.try_into().unwrap()))
+            .map(|r| u64::from_be_bytes(r.unwrap().key().try_into().unwrap()))
             .collect();
         assert!(
             got.into_iter().eq(live.into_iter()),
@@ -250,7 +250,8 @@ fn underfull_leaves_merge() {
 
 /// With every page resident (the shared, lock-light scan), ranges from
 /// bounds that are keys of the store, cut by takes on both sides of the
-/// chunk sizes (10, then 20, 40, 64), give exactly the model's pairs.
+/// chunk sizes (16, 32, 64, and a first chunk of the last take before),
+/// give exactly the model's pairs.
 #[test]
 fn resident_ranges_and_takes_match_the_model() {
     for kind in kinds() {
@@ -278,7 +279,7 @@ fn resident_ranges_and_takes_match_the_model() {
                 continue;
             }
             let iter = if rev { db.range_rev(r) } else { db.range(r) };
-            let got: Vec<_> = iter.take(take).map(Result::unwrap).collect();
+            let got: Vec<(Vec<u8>, Vec<u8>)> = iter.take(take).map(|p| p.unwrap().into()).collect();
             let all = model
                 .range::<[u8], _>(r)
                 .map(|(k, v)| (k.clone(), v.clone()));

@@ -81,8 +81,7 @@ impl Client for FlashClient<'_> {
             .range::<(Bound<&[u8]>, Bound<&[u8]>)>(from)
             .take(limit)
         {
-            let (_k, v) = pair?;
-            n += usize::from(!v.is_empty());
+            n += usize::from(!pair?.value().is_empty());
         }
         Ok(n)
     }

@@ -362,8 +362,8 @@ pub fn each_pair(
     };
     let mut n = 0;
     for pair in it.take(limit) {
-        let (k, v) = pair?;
-        f(&k, &v)?;
+        let pair = pair?;
+        f(pair.key(), pair.value())?;
         n += 1;
     }
     Ok(n)

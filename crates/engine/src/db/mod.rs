@@ -24,7 +24,7 @@ use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode, Shrink};
 use crate::group::LogSync;
 use crate::io::{Disk, ReadAt, Region, RegionStats};
-use crate::iter::{prefix_end, Range};
+use crate::iter::{prefix_end, Range, ReadAhead};
 use crate::logdev;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
@@ -171,6 +171,8 @@ struct Inner {
     sync: Arc<LogSync>,
     /// Wakes the background writer.
     signal: writer::Signal,
+    /// How many pairs ranges read first.
+    read_ahead: ReadAhead,
     /// Last, so it is dropped after the pool.
     _give_back: GiveBack,
 }
@@ -364,6 +366,7 @@ impl Db {
             sync: core.disk.sync.clone(),
             core: RwLock::new(core),
             signal: writer::Signal::default(),
+            read_ahead: ReadAhead::default(),
             _give_back: GiveBack,
         });
         // Without a thread the writer's work runs after commits instead.
@@ -377,6 +380,11 @@ impl Db {
             }
         }
         Db { inner, writer }
+    }
+
+    /// The read-ahead of this store's ranges.
+    pub(crate) fn read_ahead(&self) -> &ReadAhead {
+        &self.inner.read_ahead
     }
 
     /// The core for an operation; see [`Inner::lock`].
@@ -646,9 +654,9 @@ impl Db {
     /// for k in [b"a1", b"a2", b"b1"] {
     ///     db.put(k, b"").unwrap();
     /// }
-    /// let keys: Vec<Vec<u8>> = db.prefix(b"a").map(|r| r.unwrap().0).collect();
+    /// let keys: Vec<Vec<u8>> = db.prefix(b"a").map(|r| r.unwrap().key().to_vec()).collect();
     /// assert_eq!(keys, [b"a1".to_vec(), b"a2".to_vec()]);
-    /// assert_eq!(db.range_rev(..).next().unwrap().unwrap().0, b"b1");
+    /// assert_eq!(db.range_rev(..).next().unwrap().unwrap().key(), b"b1");
     /// ```
     pub fn range<R: RangeBounds<[u8]>>(&self, range: R) -> Range<'_> {
         Range::new(
