@@ -322,6 +322,11 @@ fn a_read_only_open_replays_the_log_a_close_left() {
         .iter()
         .all(|(k, v)| v[0] == if put_after(k) { 4 } else { 3 }));
     assert_eq!(r.get(&100u32.to_be_bytes()).unwrap(), Some(vec![4; 50]));
+    // A reader's own close option does not change what it can replay.
+    let oc = Options::builder().close_checkpoint(true).build().unwrap();
+    let r2 = Db::open_read_only(&path, oc).unwrap();
+    assert_eq!(r2.get(&100u32.to_be_bytes()).unwrap(), Some(vec![4; 50]));
+    r2.close().unwrap();
     r.close().unwrap();
     assert_untouched(&path, &before, "read-only open of a store with a log");
 }

@@ -17,14 +17,18 @@ use crate::redo;
 use crate::wal::{Logged, Next};
 
 impl Core {
-    /// Whether a close leaves the dirty pages to the log: an in-place store
-    /// with a log, unless the options ask for a checkpoint. Not on raw
-    /// NAND, whose unit rewrites recovery finishes by writing; not for
-    /// stores that keep state of their own in the checkpoint (in-page
-    /// logging's unit map, two devices' placement).
+    /// Whether a close leaves the dirty pages to the log ([`Core::resumable`]),
+    /// unless the options ask for a checkpoint.
     pub(super) fn keeps_log(&self) -> bool {
-        !self.close_checkpoint
-            && self.store.kind() == StoreKind::InPlace
+        !self.close_checkpoint && self.resumable()
+    }
+
+    /// Whether the store's log can be left by a close and resumed: an
+    /// in-place store's. Not on raw NAND, whose unit rewrites recovery
+    /// finishes by writing; not for stores that keep state of their own in
+    /// the checkpoint (in-page logging's unit map, two devices' placement).
+    fn resumable(&self) -> bool {
+        self.store.kind() == StoreKind::InPlace
             && !self.disk.geo.program_once
             && !self.disk.log_geo.program_once
     }
@@ -61,7 +65,7 @@ impl Core {
                 redo::REDO_RECORD | redo::CARRY_RECORD | redo::IMAGES_RECORD
             )
         });
-        marked && pages_only && matches!(next, Next::Nothing) && self.keeps_log()
+        marked && pages_only && matches!(next, Next::Nothing) && self.resumable()
     }
 
     /// Resumes the replayed epoch. The close's mark is replaced, in its
