@@ -429,16 +429,16 @@ impl OptionsBuilder {
     }
 
     /// Make [`crate::Db::close`] write every dirty page back first (a full
-    /// checkpoint), so that the next open replays nothing and
-    /// [`crate::Db::open_read_only`] can open the store. Off, a close of an
-    /// in-place store makes the log durable and marks its end, writing no
-    /// page: the next open replays the log into the pool and goes on
-    /// appending to it, and the pages are written when the background
-    /// writer or the next log switch would have written them, as if the
-    /// store had stayed open (an LSM store's close leaves its memtable in
-    /// its journal the same way). Stores that do not overwrite pages (in-
-    /// page logging, two devices) and stores on raw NAND always checkpoint
-    /// at close. Default: `false`.
+    /// checkpoint), so that the next open replays nothing. Off, a close of
+    /// an in-place store makes the log durable and marks its end, writing
+    /// no page (unless writing them would write less than the log holds):
+    /// the next open, or a [`crate::Db::open_read_only`], replays the log
+    /// into the pool and a writer goes on appending to it; the pages are
+    /// written when the background writer or the next log switch would
+    /// have written them, as if the store had stayed open (an LSM store's
+    /// close leaves its memtable in its journal the same way). Stores that
+    /// do not overwrite pages (in-page logging, two devices) and stores on
+    /// raw NAND always checkpoint at close. Default: `false`.
     pub fn close_checkpoint(mut self, on: bool) -> Self {
         self.0.close_checkpoint = on;
         self
