@@ -744,16 +744,7 @@ impl BufferPool {
             debug_assert!(f.pinned, "page {id} listed as pinned");
             f.pinned = false;
             f.page.build_index();
-            f.lsn = disk.logged;
-            // Dirty but for the pages the batch stored before its record.
-            if f.dirty {
-                let old = self
-                    .change_of
-                    .insert(id, disk.logged)
-                    .expect("a dirty page has a key");
-                self.by_change.remove(&(old, id));
-                self.by_change.insert((disk.logged, id));
-            }
+            self.changed_by(id, disk.logged);
         }
         debug_assert!(self.idle(), "a committed batch leaves nothing pinned");
         self.shrink(store, disk)
@@ -812,13 +803,31 @@ impl BufferPool {
     /// the newest record at most, which must be durable before it is
     /// written back.
     pub fn rebuilt(&mut self, id: PageId, logged: u64) {
-        let f = self.frames.get_mut(&id).expect("rebuilt");
-        debug_assert!(f.dirty, "page {id} was dirty before the batch");
-        f.lsn = logged;
+        debug_assert!(
+            self.frames.get(&id).is_some_and(|f| f.dirty),
+            "page {id} was dirty before the batch"
+        );
         self.stats.rebuilt_pages += 1;
-        // Out of the dirty set and in again: ordered by that record now.
-        self.set_dirty(id, false);
-        self.set_dirty(id, true);
+        self.changed_by(id, logged);
+    }
+
+    /// Record `logged` holds the latest change of resident page `id`: a
+    /// dirty one is ordered by it among the pages changed longest ago.
+    fn changed_by(&mut self, id: PageId, logged: u64) {
+        let f = self
+            .frames
+            .get_mut(&id)
+            .expect("a changed page is resident");
+        f.lsn = logged;
+        // Dirty but for the pages a batch stored before its record.
+        if f.dirty {
+            let old = self
+                .change_of
+                .insert(id, logged)
+                .expect("a dirty page has a key");
+            self.by_change.remove(&(old, id));
+            self.by_change.insert((logged, id));
+        }
     }
 
     fn make_room(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {

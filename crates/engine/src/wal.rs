@@ -375,23 +375,10 @@ impl Wal {
         disk: &mut Disk,
         ends: impl Fn(&Logged) -> bool,
     ) -> Result<Vec<Logged>> {
-        let mut out = Vec::new();
         let first = self.next_seq;
-        self.pos = 0;
-        let end = loop {
-            match self.read_at(disk, self.pos, self.next_seq)? {
-                Found::Record(r) => {
-                    out.push(Logged {
-                        seq: self.next_seq,
-                        kind: r.kind,
-                        payload: r.payload,
-                    });
-                    self.pos += r.total;
-                    self.next_seq += 1;
-                }
-                Found::Not(head) => break head,
-            }
-        };
+        let (out, pos, end) = self.read_records(disk, first, u64::MAX)?;
+        self.pos = pos;
+        self.next_seq = first + out.len() as u64;
         match end {
             Some(head) if !out.last().is_some_and(ends) => self.check_end(disk, &head)?,
             _ => {}
@@ -551,26 +538,45 @@ impl Wal {
     /// the device (to rebuild pages a rollback could not restore). One
     /// that does not read back is [`Error::Corrupt`].
     pub fn read_back(&self, disk: &mut Disk) -> Result<Vec<Logged>> {
-        let mut out = Vec::new();
-        let (mut pos, mut seq) = (0, self.first);
-        while seq < self.next_seq {
-            let Found::Record(r) = self.read_at(disk, pos, seq)? else {
-                return Err(corrupt(
-                    Structure::LogRecord,
-                    Location::Record(seq),
-                    "appended since the store was opened, it does not read back",
-                ));
-            };
-            pos += r.total;
-            out.push(Logged {
-                seq,
-                kind: r.kind,
-                payload: r.payload,
-            });
-            seq += 1;
+        let (out, pos, _) = self.read_records(disk, self.first, self.next_seq)?;
+        let read = self.first + out.len() as u64;
+        if read < self.next_seq {
+            return Err(corrupt(
+                Structure::LogRecord,
+                Location::Record(read),
+                "appended since the store was opened, it does not read back",
+            ));
         }
         debug_assert_eq!(pos, self.pos, "the epoch's records end where appends go");
         Ok(out)
+    }
+
+    /// Reads the half's records in sequence from its start (`first` the
+    /// first's number), up to number `until` (not included) or the first
+    /// missing; returns them, where they end, and what lies there instead
+    /// of the next one ([`Found::Not`]; nothing when `until` stopped it).
+    fn read_records(
+        &self,
+        disk: &mut Disk,
+        first: u64,
+        until: u64,
+    ) -> Result<(Vec<Logged>, u64, Option<Vec<u8>>)> {
+        let (mut out, mut pos, mut seq) = (Vec::new(), 0, first);
+        while seq < until {
+            match self.read_at(disk, pos, seq)? {
+                Found::Record(r) => {
+                    out.push(Logged {
+                        seq,
+                        kind: r.kind,
+                        payload: r.payload,
+                    });
+                    pos += r.total;
+                    seq += 1;
+                }
+                Found::Not(head) => return Ok((out, pos, head)),
+            }
+        }
+        Ok((out, pos, None))
     }
 
     /// Offset and length of the records written in the current epoch.

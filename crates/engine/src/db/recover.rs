@@ -63,6 +63,10 @@ impl Core {
     /// Replays `records`: every page, the tree state and the page store's
     /// own records (recovery), or `only` these pages (a rebuild).
     fn replay(&mut self, records: Vec<Logged>, only: Option<&FxHashSet<PageId>>) -> Result<()> {
+        if records.is_empty() {
+            // Nothing to replay, nor memory to give back (every open).
+            return Ok(());
+        }
         let ps = self.store.page_size();
         let mut decoded: Vec<Decoded> = Vec::new();
         let mut seqs = Vec::new();
