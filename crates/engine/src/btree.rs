@@ -725,8 +725,8 @@ impl Tree<'_> {
         if self.disk.journal.is_some() {
             // As operations: the log takes the moved cells, not the page.
             let ops = (0..r.len())
-                .map(|i| Op::Insert(r.key(i).to_vec(), r.val(i).to_vec()))
-                .chain([Op::SetNext(r.next())]);
+                .map(|i| OpRef::Insert(r.key(i), r.val(i)))
+                .chain([OpRef::SetNext(r.next())]);
             self.rewrite_by_ops(left, ops)?;
         } else {
             let mut merged = l.clone();
@@ -903,8 +903,8 @@ impl Tree<'_> {
         if self.disk.journal.is_some() {
             // The new key, if it stays in this leaf.
             let stays = (pos < at).then_some(match replace {
-                true => Op::Update(key, cell),
-                false => Op::Insert(key, cell),
+                true => OpRef::Update(&key, &cell),
+                false => OpRef::Insert(&key, &cell),
             });
             self.shrink_leaf(&node, &sep, stays, rid)?;
             debug_assert_eq!(
@@ -944,22 +944,25 @@ impl Tree<'_> {
         &mut self,
         node: &Page,
         sep: &[u8],
-        stays: Option<Op>,
+        stays: Option<OpRef>,
         rid: PageId,
     ) -> Result<()> {
         let moved = (0..node.len()).map(|i| node.key(i)).filter(|k| *k >= sep);
-        let ops: Vec<Op> = moved
-            .map(|k| Op::Delete(k.to_vec()))
+        let ops = moved
+            .map(OpRef::Delete)
             .chain(stays)
-            .chain([Op::SetNext(rid)])
-            .collect();
+            .chain([OpRef::SetNext(rid)]);
         self.rewrite_by_ops(node.id(), ops)
     }
 
     /// Applies `ops` to page `id` for the write-ahead log, while the page
     /// store writes the page whole (no in-page log: `log_cap` 0), as it
     /// would a page rewritten whole.
-    fn rewrite_by_ops(&mut self, id: PageId, ops: impl IntoIterator<Item = Op>) -> Result<()> {
+    fn rewrite_by_ops<B: AsRef<[u8]>>(
+        &mut self,
+        id: PageId,
+        ops: impl IntoIterator<Item = Op<B>>,
+    ) -> Result<()> {
         // Resident, and pinned from the first operation on.
         self.pool.get(self.store, self.disk, id)?;
         for op in ops {

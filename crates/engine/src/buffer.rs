@@ -68,9 +68,9 @@ enum Before {
     Clean,
     /// It was dirty: a copy of its frame.
     Dirty(Frame),
-    /// It was dirty, and the batch's copies had reached [`UNDO_COPY_BYTES`]:
-    /// rolling back forgets the frame, and the caller rebuilds it from the
-    /// log, which holds every change committed since the checkpoint.
+    /// It was dirty, in a pool whose pages the log rebuilds: rolling back
+    /// forgets the frame, and the caller rebuilds it from the log, which
+    /// holds every change committed since the checkpoint.
     Logged,
 }
 
@@ -87,13 +87,6 @@ fn emptied<V>(m: &mut HashMap<PageId, V>) {
         false => m.clear(),
     }
 }
-
-/// Bytes of dirty pages a batch copies for its rollback at most, where the
-/// log can rebuild the rest ([`BufferPool::rebuild_from_log`]). The copies
-/// serve only a batch that fails or must run again (rare), yet a batch over
-/// a dirty pool would double the pool's memory for them; 4 MiB covers a
-/// batch of a thousand scattered puts on 4 KiB pages.
-const UNDO_COPY_BYTES: usize = 4 << 20;
 
 /// What a batch did to a page.
 pub(crate) enum Change {
@@ -127,8 +120,8 @@ pub struct BufferStats {
     /// Pages written back by full checkpoints (close, recovery, and
     /// [`crate::Db::checkpoint`]).
     pub checkpoint_pages: u64,
-    /// Dirty pages a batch's rollback rebuilt from the log (the batch kept
-    /// no copy of them: it had copied 4 MiB of dirty pages already).
+    /// Dirty pages a batch's rollback rebuilt from the log (a store that
+    /// overwrites pages, with a log, keeps no copy of them).
     pub rebuilt_pages: u64,
 }
 
@@ -214,8 +207,6 @@ pub(crate) struct BufferPool {
     /// State of each page before the running batch first changed it, to
     /// roll the batch back.
     undo: HashMap<PageId, Before>,
-    /// Bytes of the frames `undo` holds copies of.
-    undo_bytes: usize,
     /// A rollback may leave dirty pages for the log to rebuild.
     log_rebuilds: bool,
     /// Keep internal (index) pages resident outside the frame budget, as
@@ -285,7 +276,6 @@ impl BufferPool {
             policy: Mutex::new(policy),
             stats: BufferStats::default(),
             undo: HashMap::default(),
-            undo_bytes: 0,
             log_rebuilds: false,
             index_resident,
             keep_dirty: false,
@@ -521,13 +511,10 @@ impl BufferPool {
             let before = match self.frames.get(&id) {
                 None => Before::New,
                 Some(f) if !f.dirty => Before::Clean,
-                Some(_) if self.log_rebuilds && self.undo_bytes >= UNDO_COPY_BYTES => {
-                    Before::Logged
-                }
-                Some(f) => {
-                    self.undo_bytes += f.page.bytes().len();
-                    Before::Dirty(f.clone())
-                }
+                // A copy would serve only a batch that fails or must run
+                // again (rare), yet every commit would pay for it.
+                Some(_) if self.log_rebuilds => Before::Logged,
+                Some(f) => Before::Dirty(f.clone()),
             };
             self.undo.insert(id, before);
             self.pinned.push(id);
@@ -737,7 +724,6 @@ impl BufferPool {
     /// evicted; shrink to capacity.
     pub fn unpin(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<()> {
         emptied(&mut self.undo);
-        self.undo_bytes = 0;
         emptied(&mut self.changes);
         for id in std::mem::take(&mut self.pinned) {
             let f = self.frames.get_mut(&id).expect("a pinned page is resident");
@@ -768,7 +754,6 @@ impl BufferPool {
     pub fn rollback(&mut self) -> Vec<PageId> {
         self.pinned.clear();
         emptied(&mut self.changes);
-        self.undo_bytes = 0;
         let mut lost = Vec::new();
         for (id, before) in std::mem::take(&mut self.undo) {
             match before {
