@@ -170,9 +170,11 @@ const MAX_SHARED_USES: usize = 4096;
 /// Uses a reader records before it hands them to the policy itself: enough
 /// that taking the policy's lock is a small part of the work (one atomic
 /// operation per batch against a hash lookup and a list move per use), few
-/// enough that the read doing it stays short (a few microseconds where
-/// handing over [`MAX_SHARED_USES`] took hundreds).
-const HAND_OVER: usize = 64;
+/// enough that the read doing it stays short. A use costs the policy about
+/// 0.1 µs (a cache miss or two), so sixteen add about 1.5 µs to one read in
+/// a few, where a 10-key range takes 2–3 µs; 64 added about 6 µs to one in
+/// thirteen, and the ranges' p99 was 2–3× their p50 (docs/benchmarks.md).
+const HAND_OVER: usize = 16;
 
 /// The policy, reached with exclusive access (no lock taken).
 fn policy_of(m: &mut Mutex<Box<dyn Policy>>) -> &mut dyn Policy {
