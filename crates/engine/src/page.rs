@@ -854,9 +854,9 @@ mod tests {
 
     proptest! {
         /// A page whose removals left it fragmented, compacted, holds the
-        /// live bytes of a page the same cells were inserted into afresh (leaf or internal: the internal
-        /// page's search index kept through the compaction answers as a
-        /// rebuilt one).
+        /// live bytes of a page the same cells were inserted into afresh
+        /// (leaf or internal: the internal page's search index, kept
+        /// through the compaction, answers as a rebuilt one).
         #[test]
         fn compaction_gives_the_page_a_fresh_insert_gives(
             internal: bool,
@@ -881,10 +881,10 @@ mod tests {
                     p.remove_at(at);
                 }
             }
-            let before = (p.u32(12), p.used());
+            let used = p.used();
             p.compact();
             prop_assert_eq!(p.u32(12), 0);
-            prop_assert_eq!(p.used(), before.1);
+            prop_assert_eq!(p.used(), used);
             let mut fresh = Page::new(4096, 3, kind);
             for j in 0..p.len() {
                 fresh.insert_at(j, p.key(j), p.val(j));
