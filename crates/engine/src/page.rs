@@ -37,6 +37,13 @@ pub type PageId = u64;
 /// "No page" in sibling and child pointers.
 pub const NO_PAGE: PageId = u64::MAX;
 pub const HEADER: usize = 48;
+/// Where cell `i` of a tree page's bytes `buf` starts, and its key's and
+/// value's lengths.
+fn cell_at(buf: &[u8], i: usize) -> (usize, usize, usize) {
+    let off = rd16(buf, HEADER + 2 * i) as usize;
+    (off, rd16(buf, off) as usize, rd16(buf, off + 2) as usize)
+}
+
 /// Starts loading the cache line holding `b`, if the CPU can be asked to.
 fn prefetch(b: &u8) {
     #[cfg(target_arch = "x86_64")]
@@ -312,10 +319,7 @@ impl Page {
             self.id(),
             self.len()
         );
-        let off = rd16(&self.buf, HEADER + 2 * i) as usize;
-        let kl = rd16(&self.buf, off) as usize;
-        let vl = rd16(&self.buf, off + 2) as usize;
-        (off, kl, vl)
+        cell_at(&self.buf, i)
     }
     /// The key of cell `i`; reads only the key's length, not the value's
     /// (a search probes keys only).
@@ -610,8 +614,8 @@ impl Page {
         let old = self.buf.clone();
         let mut tail = self.size();
         for i in 0..self.len() {
-            let off = rd16(&old, HEADER + 2 * i) as usize;
-            let len = 4 + rd16(&old, off) as usize + rd16(&old, off + 2) as usize;
+            let (off, kl, vl) = cell_at(&old, i);
+            let len = 4 + kl + vl;
             tail -= len;
             self.buf[tail..tail + len].copy_from_slice(&old[off..off + len]);
             self.buf[HEADER + 2 * i..HEADER + 2 * i + 2]
