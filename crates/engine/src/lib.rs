@@ -145,6 +145,7 @@ mod io;
 mod iter;
 mod le;
 mod logdev;
+mod memtable;
 mod options;
 mod page;
 pub mod policies;

@@ -194,6 +194,10 @@ pub type PolicyFactory = Arc<dyn Fn(usize) -> Box<dyn Policy> + Send + Sync>;
 
 /// Page size of an in-place store unless [`OptionsBuilder::page_size`] says otherwise.
 const PAGE_SIZE: u32 = 4096;
+/// The memtable's budget on a store in a file unless
+/// [`OptionsBuilder::memtable`] says otherwise: RocksDB's default write
+/// buffer (`write_buffer_size`, 64 MiB).
+const MEMTABLE: usize = 64 << 20;
 /// Percent of a leaf an ordered load fills, unless [`OptionsBuilder::append_fill`] says otherwise.
 const APPEND_FILL: u8 = 90;
 
@@ -248,6 +252,7 @@ pub struct Options {
     pub(crate) sync: bool,
     pub(crate) writer: bool,
     pub(crate) close_checkpoint: bool,
+    pub(crate) memtable: Option<usize>,
     pub(crate) append_fill: u8,
     pub(crate) max_size: Option<u64>,
     pub(crate) io: Option<IoProfile>,
@@ -298,6 +303,7 @@ impl Default for Options {
             sync: false,
             writer: true,
             close_checkpoint: false,
+            memtable: None,
             append_fill: APPEND_FILL,
             max_size: None,
             io: None,
@@ -316,6 +322,7 @@ impl std::fmt::Debug for Options {
             .field("sync", &self.sync)
             .field("writer", &self.writer)
             .field("close_checkpoint", &self.close_checkpoint)
+            .field("memtable", &self.memtable)
             .field("append_fill", &self.append_fill)
             .field("max_size", &self.max_size)
             .field("io", &self.io)
@@ -333,6 +340,12 @@ impl Options {
     /// A builder starting from these options.
     pub fn to_builder(&self) -> OptionsBuilder {
         OptionsBuilder(self.clone())
+    }
+
+    /// Bytes the memtable may hold on a store in a file (`file`) or not
+    /// ([`OptionsBuilder::memtable`]).
+    pub(crate) fn memtable_bytes(&self, file: bool) -> usize {
+        self.memtable.unwrap_or(if file { MEMTABLE } else { 0 })
     }
 
     /// Bytes of the log's home for a new store that may use `room` bytes.
@@ -441,6 +454,23 @@ impl OptionsBuilder {
     /// raw NAND always checkpoint at close. Default: `false`.
     pub fn close_checkpoint(mut self, on: bool) -> Self {
         self.0.close_checkpoint = on;
+        self
+    }
+
+    /// Bytes of small batches' pairs held in memory (a memtable) before
+    /// they go into the tree, on an in-place store with a log. A batch
+    /// that fits the budget is committed by logging its pairs, not by
+    /// changing the leaves they land in; reads look in the memtable first.
+    /// Once it would hold more, all of it goes into the tree in key order
+    /// as one batch (a drain), as it does before a batch larger than the
+    /// budget, which goes to the tree directly. A close leaves it in the
+    /// log, and the next open reads it back. 0: every write goes to the
+    /// tree. Default: 64 MiB on a store in a file (RocksDB's write buffer),
+    /// 0 on emulated devices, whose page-level counts the lab studies; it
+    /// is ignored by stores other than in place, by stores on raw NAND and
+    /// without the log.
+    pub fn memtable(mut self, bytes: usize) -> Self {
+        self.0.memtable = Some(bytes);
         self
     }
 

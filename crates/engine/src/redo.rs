@@ -24,6 +24,7 @@
 use crate::btree::Meta;
 use crate::error::{corrupt, Error, Location, Result, Structure};
 use crate::le::{u16_at, u32_at, u64_at};
+use crate::memtable::Change;
 use crate::page::{Op, Page, PageId};
 
 /// Write-ahead log record kind of a batch of images and operations.
@@ -48,7 +49,14 @@ const SPANS: u8 = 2;
 /// A new page written to the page store before the record: u32 checksum of
 /// the image written.
 const STORED: u8 = 3;
+/// Pairs for the memtable (the id field holds their count): per pair u16
+/// key length, u8 tag (1 put, 0 delete), u32 value length, key, value.
+const PAIRS: u8 = 4;
+/// The memtable was drained into the tree by this batch (no data).
+const DRAINED: u8 = 5;
 const ENTRY_HDR: usize = 13;
+/// Bytes before each pair's key in a pairs entry.
+const PAIR_HDR: usize = 7;
 
 /// What a record says happened to one page.
 #[derive(Debug)]
@@ -58,6 +66,56 @@ pub(crate) enum Entry {
     /// A page the batch created, written to the page store (and made
     /// durable) before its record, sealed with this checksum.
     Stored(PageId, u32),
+    /// Changes for the memtable: the entry's data, checked to decode
+    /// ([`pairs`]).
+    Pairs(Vec<u8>),
+    /// The memtable was drained into the tree (this record's pages).
+    Drained,
+}
+
+impl Entry {
+    /// The page the entry changes, if it is a page's.
+    pub fn page(&self) -> Option<PageId> {
+        match self {
+            Entry::Image(p) => Some(p.id()),
+            Entry::Ops(id, _) | Entry::Stored(id, _) => Some(*id),
+            Entry::Pairs(_) | Entry::Drained => None,
+        }
+    }
+}
+
+/// The changes of a pairs entry's data, checked by the decoder.
+pub(crate) fn pairs(mut b: &[u8]) -> impl Iterator<Item = Change<'_>> {
+    std::iter::from_fn(move || {
+        if b.is_empty() {
+            return None;
+        }
+        let (kl, put, vl) = (usize::from(u16_at(b, 0)), b[2] == 1, u32_at(b, 3) as usize);
+        let (k, v) = (&b[PAIR_HDR..PAIR_HDR + kl], &b[PAIR_HDR + kl..PAIR_HDR + kl + vl]);
+        b = &b[PAIR_HDR + kl + vl..];
+        Some((k, put.then_some(v)))
+    })
+}
+
+/// Checks a pairs entry's data: `n` pairs filling it exactly, each key
+/// and value within the engine's limits.
+fn check_pairs(mut b: &[u8], n: u64) -> std::result::Result<(), &'static str> {
+    let mut count = 0u64;
+    while !b.is_empty() {
+        if b.len() < PAIR_HDR {
+            return Err("a pair's header past the end of its entry");
+        }
+        let (kl, tag, vl) = (usize::from(u16_at(b, 0)), b[2], u32_at(b, 3) as usize);
+        if kl > crate::btree::MAX_KEY || vl > crate::btree::MAX_VALUE || tag > 1 || (tag == 0 && vl != 0) {
+            return Err("a pair of unknown kind or length");
+        }
+        b = b.get(PAIR_HDR + kl + vl..).ok_or("a pair longer than its entry")?;
+        count += 1;
+    }
+    match count == n {
+        true => Ok(()),
+        false => Err("a pairs entry whose count is not its pairs'"),
+    }
 }
 
 /// Builds a record: [`Writer::image`] and [`Writer::ops`] per page, then
@@ -132,6 +190,37 @@ impl Writer {
     /// Bytes [`Writer::stored`] adds.
     pub const STORED_LEN: usize = ENTRY_HDR + 4;
 
+    /// Bytes [`Writer::pairs`] adds for `changes`.
+    pub fn pairs_len<'a>(changes: impl Iterator<Item = Change<'a>>) -> usize {
+        ENTRY_HDR + changes.map(|(k, v)| PAIR_HDR + k.len() + v.map_or(0, <[u8]>::len)).sum::<usize>()
+    }
+
+    /// An entry of `changes` for the memtable, `len` bytes
+    /// ([`Writer::pairs_len`]).
+    pub fn pairs<'a>(&mut self, changes: impl Iterator<Item = Change<'a>> + Clone, len: usize) {
+        let n = changes.clone().count();
+        self.entry(PAIRS, n as u64, len - ENTRY_HDR);
+        let at = self.buf.len();
+        for (k, v) in changes {
+            let kl = u16::try_from(k.len()).expect("a key fits a page");
+            let vl = u32::try_from(v.map_or(0, <[u8]>::len)).expect("a value's length fits");
+            self.buf.extend_from_slice(&kl.to_le_bytes());
+            self.buf.push(u8::from(v.is_some()));
+            self.buf.extend_from_slice(&vl.to_le_bytes());
+            self.buf.extend_from_slice(k);
+            self.buf.extend_from_slice(v.unwrap_or_default());
+        }
+        assert_eq!(self.buf.len() - at, len - ENTRY_HDR, "a pairs entry as sized");
+    }
+
+    /// Says the memtable was drained into the tree by this batch.
+    pub fn drained(&mut self) {
+        self.entry(DRAINED, 0, 0);
+    }
+
+    /// Bytes [`Writer::drained`] adds.
+    pub const DRAINED_LEN: usize = ENTRY_HDR;
+
     /// `count` encoded operations applied to page `id`.
     pub fn ops(&mut self, id: PageId, count: u16, ops: &[u8]) {
         assert!(
@@ -204,9 +293,7 @@ pub(crate) fn decode_images(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<
         .into_iter()
         .map(|e| match e {
             Entry::Image(p) => Ok(p),
-            Entry::Ops(..) | Entry::Stored(..) => {
-                Err(bad(seq, "an images record holds operations"))
-            }
+            _ => Err(bad(seq, "an images record holds operations")),
         })
         .collect()
 }
@@ -255,6 +342,11 @@ fn decode_entries(b: &[u8], page_size: usize, seq: u64) -> Result<Vec<Entry>> {
                 Entry::Ops(id, ops)
             }
             STORED if len == 4 => Entry::Stored(id, u32_at(data, 0)),
+            PAIRS => {
+                check_pairs(data, id).map_err(|why| bad(seq, why))?;
+                Entry::Pairs(data.to_vec())
+            }
+            DRAINED if len == 0 && id == 0 => Entry::Drained,
             _ => return Err(bad(seq, "an entry of unknown kind or length")),
         });
         rest = &rest[ENTRY_HDR + len..];

@@ -19,6 +19,14 @@ impl<'a> BatchOp<'a> {
             BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
         }
     }
+
+    /// The key and its new value (`None`: removed).
+    pub(crate) fn change(self) -> (&'a [u8], Option<&'a [u8]>) {
+        match self {
+            BatchOp::Put(k, v) => (k, Some(v)),
+            BatchOp::Delete(k) => (k, None),
+        }
+    }
 }
 
 /// Changes applied atomically by [`Db::write`]: after a crash either all of

@@ -78,13 +78,18 @@ impl Core {
             return self.write_checkpoint(self.ckpt_seq + 1, self.wal_seq);
         };
         let epoch = self.ckpt_seq + 1;
-        let home = self.region_for(0);
-        let moved = self.move_log(&mut w, epoch, home);
-        self.wal_seq = w.next_seq;
-        self.pool.new_epoch();
+        // The new epoch starts with the memtable's pairs, if any.
+        let home = self.region_for(self.pairs_carry_bytes(&w));
+        let moved = self.move_log(&mut w, epoch, home).and_then(|retired| {
+            self.pool.new_epoch();
+            let first = w.next_seq;
+            self.carry_pairs(&mut w)?;
+            Ok((retired, first))
+        });
         self.disk.journal = Some(w);
-        let retired = moved?;
-        self.write_checkpoint(epoch, self.wal_seq)?;
+        let (retired, first) = moved?;
+        self.wal_seq = first;
+        self.write_checkpoint(epoch, first)?;
         self.retire(retired)?;
         debug_assert_eq!(
             self.pool.dirty_len(),
@@ -186,7 +191,9 @@ impl Core {
             w.record_len(redo::META_BYTES + n * (self.store.page_size() + redo::IMAGE_OVERHEAD))
         };
         let n = self.pool.dirty_len();
-        (n / CARRY_PAGES) as u64 * per(CARRY_PAGES) + per(n % CARRY_PAGES)
+        (n / CARRY_PAGES) as u64 * per(CARRY_PAGES)
+            + per(n % CARRY_PAGES)
+            + self.pairs_carry_bytes(w)
     }
 
     /// Appends the tree state and an image of every dirty page, in carry
@@ -206,7 +213,7 @@ impl Core {
             }
         }
         debug_assert_eq!(self.pool.unimaged(), 0, "every dirty page was carried");
-        Ok(())
+        self.carry_pairs(w)
     }
 
     /// Where a new epoch whose records take `need` bytes goes: the home

@@ -159,14 +159,7 @@ impl Core {
             self.pool.mark_imaged(id);
         }
         self.pool.mark_stored(&stored);
-        if !self.sync {
-            return Ok(None);
-        }
-        if self.disk.sync.outside() {
-            return Ok(Some(self.disk.logged));
-        }
-        self.disk.flush()?;
-        Ok(None)
+        self.committed_record()
     }
 
     /// Writes the pages the running batch created where they live, before
@@ -210,15 +203,23 @@ impl Core {
             Change::Whole => false,
         };
         // Sized first: a large batch's record is not grown by doubling.
-        let size = batch
-            .iter()
-            .map(|&(page, change)| match (change, as_ops(page, change)) {
-                _ if is_stored(page.id()) => redo::Writer::STORED_LEN,
-                (Change::Ops { bytes, .. }, true) => redo::Writer::ops_len(bytes),
-                _ => redo::Writer::image_len(page),
-            })
-            .sum();
+        let drained = match self.draining {
+            true => redo::Writer::DRAINED_LEN,
+            false => 0,
+        };
+        let size = drained
+            + batch
+                .iter()
+                .map(|&(page, change)| match (change, as_ops(page, change)) {
+                    _ if is_stored(page.id()) => redo::Writer::STORED_LEN,
+                    (Change::Ops { bytes, .. }, true) => redo::Writer::ops_len(bytes),
+                    _ => redo::Writer::image_len(page),
+                })
+                .sum::<usize>();
         let mut rec = redo::Writer::new(&self.meta, size);
+        if self.draining {
+            rec.drained();
+        }
         let mut imaged = Vec::new();
         for (page, change) in batch {
             match (change, as_ops(page, change)) {

@@ -2,6 +2,7 @@
 //! (recovery is in [`recover`]).
 
 mod batch;
+mod buffered;
 mod checkpoint;
 mod close;
 mod commit;
@@ -26,6 +27,7 @@ use crate::group::LogSync;
 use crate::io::{Disk, ReadAt, Region, RegionStats};
 use crate::iter::{prefix_end, Range, ReadAhead};
 use crate::logdev;
+use crate::memtable::Memtable;
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::redo;
@@ -73,6 +75,12 @@ pub struct Stats {
     /// Switches that first wrote pages back because the background writer
     /// had let too many stay dirty (time a commit waited for write-back).
     pub stalls: u64,
+    /// Keys the memtable holds now (changes not yet in the tree).
+    pub memtable_keys: usize,
+    /// Bytes the memtable takes now, about.
+    pub memtable_bytes: usize,
+    /// Drains of the memtable into the tree.
+    pub drains: u64,
     /// Bytes of the write-ahead log's region now: its home, or more while
     /// a batch larger than half of it needs the room.
     pub log_bytes: u64,
@@ -132,6 +140,15 @@ struct Core {
     /// `next_page` when the running batch began: pages it allocates from
     /// there on were never allocated before.
     batch_from: PageId,
+    /// Pairs of small batches not yet in the tree ([`crate::memtable`]);
+    /// shared only with a drain that is running.
+    memtable: Arc<Memtable>,
+    /// Bytes the memtable may hold (0: writes go to the tree).
+    memtable_cap: usize,
+    /// The running batch drains the memtable (its record says so).
+    draining: bool,
+    /// Drains of the memtable into the tree.
+    drains: u64,
 }
 
 /// An embedded, ordered key-value store on a [`BlockDevice`].
@@ -429,6 +446,10 @@ impl Db {
             let c = self.shared()?;
             btree::check_key(key, c.store.page_size())?;
             let lend = |v: Option<&[u8]>| f.take().map(|f| f(v));
+            if let Some(v) = c.memtable.get(key) {
+                let f = f.take().expect("nothing lent yet");
+                return Ok(f(v));
+            }
             // A page not in the pool is read here, in parallel with other
             // readers, and admitted at the next exclusive lock.
             let mut fetch = |id: PageId| -> Result<Option<Page>> {
@@ -443,7 +464,7 @@ impl Db {
         }
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
-        let v = c.read(|t| t.get(key))?;
+        let v = c.value(key)?;
         drop(c);
         let f = f.expect("the shared path lent nothing");
         Ok(f(v.as_deref()))
@@ -460,6 +481,16 @@ impl Db {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
+        let cost = Memtable::cost(key, None);
+        if c.buffers(cost) {
+            if c.value(key)?.is_none() {
+                return Ok(false);
+            }
+            let wait = c.buffer(&[(key, None)], cost)?;
+            self.committed(c, wait)?;
+            return Ok(true);
+        }
+        c.drain()?;
         let mut existed = false;
         let wait = c.write_with(1, 1, |t| {
             existed = t.delete(key)?;
@@ -489,9 +520,16 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_key(key, c.store.page_size())?;
         btree::check_value(value)?;
-        if c.read(|t| t.get(key))?.is_none() {
+        if c.value(key)?.is_none() {
             return Ok(false);
         }
+        let cost = Memtable::cost(key, Some(value));
+        if c.buffers(cost) {
+            let wait = c.buffer(&[(key, Some(value))], cost)?;
+            self.committed(c, wait)?;
+            return Ok(true);
+        }
+        c.drain()?;
         let wait = c.write_with(value.len(), 1, |t| {
             let existed = t.put(key, value)?;
             debug_assert!(existed, "the key update found is still there");
@@ -507,6 +545,9 @@ impl Db {
     pub fn insert_auto(&self, value: &[u8]) -> Result<u64> {
         let mut c = self.lock()?;
         btree::check_value(value)?;
+        // The key counter lives in the tree's state, which only the tree's
+        // batches log.
+        c.drain()?;
         let mut n = 0;
         let wait = c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
@@ -534,6 +575,20 @@ impl Db {
                 BatchOp::Delete(k) => btree::check_key(k, ps)?,
             }
         }
+        let cost = batch
+            .iter()
+            .map(|op| {
+                let (k, v) = op.change();
+                Memtable::cost(k, v)
+            })
+            .sum();
+        if c.buffers(cost) {
+            let changes: Vec<_> = batch.iter().map(BatchOp::change).collect();
+            let wait = c.buffer(&changes, cost)?;
+            return self.committed(c, wait);
+        }
+        // A batch for the tree goes after the memtable's pairs.
+        c.drain()?;
         // In key order (a stable sort: one key's operations keep theirs):
         // neighbouring keys share their descent, whose pages stay in cache.
         // Keys' first 8 bytes, compared as one integer, decide most pairs.
@@ -632,12 +687,12 @@ impl Db {
         let bounds = (range.start_bound(), range.end_bound());
         if limit != usize::MAX {
             let c = self.shared()?;
-            if let Some(pairs) = btree::scan_resident(&c.pool, &c.meta, bounds, reverse, limit)? {
+            if let Some(pairs) = c.scan_resident(bounds, reverse, limit)? {
                 return Ok(f(&pairs));
             }
         }
         let mut c = self.lock()?;
-        let pairs = c.read(|t| t.scan(bounds.0, bounds.1, reverse, limit))?;
+        let pairs = c.scan(bounds, reverse, limit)?;
         drop(c);
         debug_assert!(pairs.len() <= limit, "a scan stops at its limit");
         let lent: Vec<btree::Pair<'_>> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
@@ -707,10 +762,14 @@ impl Db {
         })
     }
 
-    /// Writes every dirty page to the page store, records a checkpoint and
-    /// empties the write-ahead log.
+    /// Moves the memtable's pairs into the tree, writes every dirty page to
+    /// the page store, records a checkpoint and empties the write-ahead log.
     pub fn checkpoint(&self) -> Result<()> {
-        self.lock()?.guard(Core::checkpoint)
+        let mut c = self.lock()?;
+        if !c.read_only {
+            c.drain()?;
+        }
+        c.guard(Core::checkpoint)
     }
 
     /// Makes every write durable, marks the end of the log, and returns
@@ -754,6 +813,9 @@ impl Db {
             checkpoints: c.checkpoints,
             switches: c.switches,
             stalls: c.stalls,
+            memtable_keys: c.memtable.len(),
+            memtable_bytes: c.memtable.bytes(),
+            drains: c.drains,
             log_bytes: c.layout.wal_len,
             device_flushes: c.disk.flushes + self.inner.sync.syncs(),
             device: c.disk.dev.stats(),
@@ -811,6 +873,14 @@ impl Core {
             self.poisoned = true;
         }
         r
+    }
+
+    /// The value of `key`: the memtable's change, else the tree's.
+    fn value(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.memtable.get(key) {
+            Some(v) => Ok(v.map(<[u8]>::to_vec)),
+            None => self.read(|t| t.get(key)),
+        }
     }
 
     fn read<T>(&mut self, f: impl FnOnce(&mut Tree<'_>) -> Result<T>) -> Result<T> {

@@ -171,6 +171,10 @@ impl Core {
             writer: opts.writer,
             writer_inline: false,
             close_checkpoint: opts.close_checkpoint,
+            memtable: Arc::default(),
+            memtable_cap: opts.memtable_bytes(disk.sync.outside()),
+            draining: false,
+            drains: 0,
             store,
             disk,
         }
@@ -190,6 +194,11 @@ impl Core {
         created: bool,
         marked: bool,
     ) -> Result<()> {
+        // The memtable takes writes only where the log can rebuild it and a
+        // close may leave it there (reads of one replayed go on regardless).
+        if !(log && self.resumable()) || self.read_only {
+            self.memtable_cap = 0;
+        }
         let recovered = !records.is_empty();
         let resumable = recovered && log && self.may_resume(&records, marked, next);
         self.recover(records)?;

@@ -93,13 +93,11 @@ impl Core {
         );
         // Pages whose latest entry says the store holds them as they are.
         let mut stored = FxHashSet::default();
-        let wanted = |e: &Entry| {
-            only.is_none_or(|o| {
-                o.contains(&match e {
-                    Entry::Image(p) => p.id(),
-                    Entry::Ops(id, _) | Entry::Stored(id, _) => *id,
-                })
-            })
+        // A rebuild wants its pages only, never the memtable's changes.
+        let wanted = |e: &Entry| match (e.page(), only) {
+            (_, None) => true,
+            (Some(id), Some(o)) => o.contains(&id),
+            (None, Some(_)) => false,
         };
         for (i, (meta, entries)) in decoded.into_iter().enumerate() {
             match meta {
@@ -125,6 +123,13 @@ impl Core {
                         self.replay_stored(id, crc, seqs[i])?;
                         stored.insert(id);
                     }
+                    Entry::Pairs(data) => {
+                        let m = self.memtable_mut();
+                        for (k, v) in redo::pairs(&data) {
+                            m.apply(k, v);
+                        }
+                    }
+                    Entry::Drained => self.memtable_mut().clear(),
                 }
             }
         }

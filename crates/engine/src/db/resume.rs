@@ -27,7 +27,7 @@ impl Core {
     /// in-place store's. Not on raw NAND, whose unit rewrites recovery
     /// finishes by writing; not for stores that keep state of their own in
     /// the checkpoint (in-page logging's unit map, two devices' placement).
-    fn resumable(&self) -> bool {
+    pub(super) fn resumable(&self) -> bool {
         self.store.kind() == StoreKind::InPlace
             && !self.disk.geo.program_once
             && !self.disk.log_geo.program_once
@@ -45,7 +45,14 @@ impl Core {
         let logged = self.disk.journal.as_ref().map(|w| w.written().1);
         match logged {
             Some(log) if self.keeps_log() && writes > log => self.disk.flush()?,
-            _ => self.checkpoint()?,
+            _ => {
+                // Asked for, a checkpoint leaves nothing to replay: the
+                // memtable goes into the tree first (else it is carried).
+                if self.close_checkpoint && !self.read_only {
+                    self.drain()?;
+                }
+                self.checkpoint()?
+            }
         }
         self.mark_log_end();
         Ok(())
