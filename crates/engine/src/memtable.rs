@@ -24,9 +24,10 @@ use std::ops::Bound;
 /// Bytes a pair costs beyond its key and value: the map's share of a node
 /// and the allocation's header (measured: about 50 bytes an entry).
 pub(crate) const ENTRY_COST: usize = 48;
-/// Bits of the Bloom filter (1 MiB): two probes a key give about 0.2 %
-/// false positives at 200,000 keys.
-const FILTER_BITS: usize = 1 << 23;
+/// Bits of the Bloom filter per byte of budget: an eighth of a bit, so a
+/// full memtable of pairs of 100 bytes or more has 10 bits a key or more
+/// (two probes: under 4 % false positives), at 1/64 of its budget.
+const FILTER_BITS_PER_BYTE: usize = 8;
 
 /// A key and its change, in one allocation: `[key len u16][key][tag][value]`
 /// (tag 1 put, 0 delete). Ordered, compared and borrowed as its key alone.
@@ -90,31 +91,45 @@ impl Ord for Slot {
 }
 
 /// Pairs not yet in the tree, the newest change of each key.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Memtable {
     slots: BTreeSet<Slot>,
     /// Bytes of the slots and their [`ENTRY_COST`].
     bytes: usize,
     /// Two bits a key ever put here since the last clear (empty: none).
     filter: Vec<u64>,
+    /// Bits of the filter, a power of two.
+    filter_bits: usize,
 }
 
 /// A change the memtable holds: the value, or `None` for a delete.
 pub(crate) type Change<'a> = (&'a [u8], Option<&'a [u8]>);
 
-fn probes(key: &[u8]) -> [usize; 2] {
-    let mut h = rustc_hash::FxHasher::default();
-    h.write(key);
-    let h = h.finish();
-    // The high bits are the well-mixed ones.
-    let shift = 64 - FILTER_BITS.trailing_zeros();
-    [
-        (h >> shift) as usize,
-        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize,
-    ]
-}
-
 impl Memtable {
+    /// An empty memtable for a budget of `budget` bytes.
+    pub fn new(budget: usize) -> Memtable {
+        let bits = (budget / FILTER_BITS_PER_BYTE).clamp(1 << 9, 1 << 30);
+        Memtable {
+            slots: BTreeSet::new(),
+            bytes: 0,
+            filter: Vec::new(),
+            filter_bits: bits.next_power_of_two(),
+        }
+    }
+
+    /// The filter's two bits for `key`.
+    fn probes(&self, key: &[u8]) -> [usize; 2] {
+        let mut h = rustc_hash::FxHasher::default();
+        h.write(key);
+        let h = h.finish();
+        // The high bits are the well-mixed ones.
+        let shift = 64 - self.filter_bits.trailing_zeros();
+        [
+            (h >> shift) as usize,
+            (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize,
+        ]
+    }
+
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -124,8 +139,13 @@ impl Memtable {
         self.slots.len()
     }
 
-    /// What the memtable costs in memory, about.
+    /// Bytes of its pairs, as its budget counts them.
     pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// What the memtable takes in memory, about: its pairs and its filter.
+    pub fn memory(&self) -> usize {
         self.bytes + self.filter.len() * 8
     }
 
@@ -140,7 +160,8 @@ impl Memtable {
             return None;
         }
         let bits = &self.filter;
-        if !probes(key)
+        if !self
+            .probes(key)
             .iter()
             .all(|&b| bits[b / 64] & (1 << (b % 64)) != 0)
         {
@@ -152,9 +173,9 @@ impl Memtable {
     /// Records a put (`Some`) or a delete (`None`) of `key`.
     pub fn apply(&mut self, key: &[u8], value: Option<&[u8]>) {
         if self.filter.is_empty() {
-            self.filter = vec![0; FILTER_BITS / 64];
+            self.filter = vec![0; self.filter_bits / 64];
         }
-        for b in probes(key) {
+        for b in self.probes(key) {
             self.filter[b / 64] |= 1 << (b % 64);
         }
         let slot = Slot::new(key, value);
@@ -167,7 +188,10 @@ impl Memtable {
 
     /// Forgets every change (they are in the tree now).
     pub fn clear(&mut self) {
-        *self = Memtable::default();
+        *self = Memtable {
+            filter_bits: self.filter_bits,
+            ..Memtable::new(0)
+        };
     }
 
     /// Changes in key order.
@@ -223,7 +247,13 @@ impl Memtable {
             (true, Some(k)) => (Bound::Included(k), hi),
         };
         let mut held = self.range(span.0, span.1);
-        let mut next_held = move || if reverse { held.next_back() } else { held.next() };
+        let mut next_held = move || {
+            if reverse {
+                held.next_back()
+            } else {
+                held.next()
+            }
+        };
         let mut m = next_held();
         // Whether `a` comes before `b` in scan order.
         let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
@@ -272,7 +302,7 @@ mod tests {
 
     #[test]
     fn the_newest_change_of_a_key_wins_and_reads_back() {
-        let mut m = Memtable::default();
+        let mut m = Memtable::new(1 << 20);
         assert_eq!(m.get(b"a"), None);
         m.apply(b"a", Some(b"1"));
         m.apply(b"b", None);
@@ -283,12 +313,10 @@ mod tests {
         assert_eq!(m.len(), 2);
         let held: Vec<Change> = m.iter().collect();
         assert_eq!(held, [(&b"a"[..], Some(&b"22"[..])), (&b"b"[..], None)]);
-        assert_eq!(
-            m.bytes(),
-            Memtable::cost(b"a", Some(b"22")) + Memtable::cost(b"b", None) + FILTER_BITS / 8
-        );
+        let pairs = Memtable::cost(b"a", Some(b"22")) + Memtable::cost(b"b", None);
+        assert_eq!((m.bytes(), m.memory()), (pairs, pairs + (1 << 20) / 64));
         m.clear();
-        assert!(m.is_empty() && m.bytes() == 0 && m.get(b"a").is_none());
+        assert!(m.is_empty() && m.memory() == 0 && m.get(b"a").is_none());
     }
 
     proptest::proptest! {
@@ -297,7 +325,7 @@ mod tests {
             ops in proptest::collection::vec((0u8..40, proptest::option::of(0u8..4)), 0..120),
             lo in 0u8..45, hi in 0u8..45, inc in proptest::bool::ANY,
         ) {
-            let mut m = Memtable::default();
+            let mut m = Memtable::new(0);
             let mut model = BTreeMap::new();
             for (k, v) in &ops {
                 let val = v.map(|v| vec![v; usize::from(v)]);

@@ -91,7 +91,10 @@ pub(crate) fn pairs(mut b: &[u8]) -> impl Iterator<Item = Change<'_>> {
             return None;
         }
         let (kl, put, vl) = (usize::from(u16_at(b, 0)), b[2] == 1, u32_at(b, 3) as usize);
-        let (k, v) = (&b[PAIR_HDR..PAIR_HDR + kl], &b[PAIR_HDR + kl..PAIR_HDR + kl + vl]);
+        let (k, v) = (
+            &b[PAIR_HDR..PAIR_HDR + kl],
+            &b[PAIR_HDR + kl..PAIR_HDR + kl + vl],
+        );
         b = &b[PAIR_HDR + kl + vl..];
         Some((k, put.then_some(v)))
     })
@@ -106,10 +109,16 @@ fn check_pairs(mut b: &[u8], n: u64) -> std::result::Result<(), &'static str> {
             return Err("a pair's header past the end of its entry");
         }
         let (kl, tag, vl) = (usize::from(u16_at(b, 0)), b[2], u32_at(b, 3) as usize);
-        if kl > crate::btree::MAX_KEY || vl > crate::btree::MAX_VALUE || tag > 1 || (tag == 0 && vl != 0) {
+        if kl > crate::btree::MAX_KEY
+            || vl > crate::btree::MAX_VALUE
+            || tag > 1
+            || (tag == 0 && vl != 0)
+        {
             return Err("a pair of unknown kind or length");
         }
-        b = b.get(PAIR_HDR + kl + vl..).ok_or("a pair longer than its entry")?;
+        b = b
+            .get(PAIR_HDR + kl + vl..)
+            .ok_or("a pair longer than its entry")?;
         count += 1;
     }
     match count == n {
@@ -192,7 +201,10 @@ impl Writer {
 
     /// Bytes [`Writer::pairs`] adds for `changes`.
     pub fn pairs_len<'a>(changes: impl Iterator<Item = Change<'a>>) -> usize {
-        ENTRY_HDR + changes.map(|(k, v)| PAIR_HDR + k.len() + v.map_or(0, <[u8]>::len)).sum::<usize>()
+        ENTRY_HDR
+            + changes
+                .map(|(k, v)| PAIR_HDR + k.len() + v.map_or(0, <[u8]>::len))
+                .sum::<usize>()
     }
 
     /// An entry of `changes` for the memtable, `len` bytes
@@ -210,7 +222,11 @@ impl Writer {
             self.buf.extend_from_slice(k);
             self.buf.extend_from_slice(v.unwrap_or_default());
         }
-        assert_eq!(self.buf.len() - at, len - ENTRY_HDR, "a pairs entry as sized");
+        assert_eq!(
+            self.buf.len() - at,
+            len - ENTRY_HDR,
+            "a pairs entry as sized"
+        );
     }
 
     /// Says the memtable was drained into the tree by this batch.
@@ -420,6 +436,31 @@ mod tests {
             .pop()
             .unwrap();
         assert_eq!(back.bytes(), page.clone().seal());
+    }
+
+    #[test]
+    fn pairs_and_a_drain_roundtrip_and_damage_is_refused() {
+        let changes: Vec<Change> = vec![(b"a", Some(b"1")), (b"", None), (b"ccc", Some(b""))];
+        let len = Writer::pairs_len(changes.iter().copied());
+        let mut w = Writer::new(&meta(), len + Writer::DRAINED_LEN);
+        w.drained();
+        w.pairs(changes.iter().copied(), len);
+        let rec = w.finish();
+        let (_, entries) = decode(&rec, 4096, 1).unwrap();
+        assert!(matches!(entries[0], Entry::Drained));
+        let Entry::Pairs(data) = &entries[1] else {
+            panic!("a pairs entry: {:?}", entries[1]);
+        };
+        assert_eq!(pairs(data).collect::<Vec<_>>(), changes);
+        assert!(entries.iter().all(|e| e.page().is_none()));
+        // Cut anywhere in the pairs, or a count that is not theirs.
+        for cut in META_BYTES + 4 + ENTRY_HDR..rec.len() {
+            assert!(decode(&rec[..cut], 4096, 1).is_err(), "cut at {cut}");
+        }
+        let mut wrong = rec.clone();
+        let count_at = META_BYTES + 4 + ENTRY_HDR + 1;
+        wrong[count_at] = 4;
+        assert!(decode(&wrong, 4096, 1).is_err(), "a count of 4 for 3 pairs");
     }
 
     #[test]

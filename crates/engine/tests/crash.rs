@@ -84,6 +84,18 @@ fn restart(dev: Dev, plan: FaultPlan) -> Dev {
 }
 
 fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64, writer: bool) -> Options {
+    opts_with(kind, frames, sync, wal, writer, 0)
+}
+
+/// [`opts`] with a memtable of `memtable` bytes (0: none).
+fn opts_with(
+    kind: StoreKind,
+    frames: usize,
+    sync: bool,
+    wal: u64,
+    writer: bool,
+    memtable: usize,
+) -> Options {
     Options::builder()
         .store(kind)
         .buffer_pages(frames)
@@ -91,8 +103,15 @@ fn opts(kind: StoreKind, frames: usize, sync: bool, wal: u64, writer: bool) -> O
         .sync(sync)
         .wal_size(wal)
         .max_size(64 << 20)
+        .memtable(memtable)
         .build()
         .unwrap()
+}
+
+/// A memtable budget for seed `seed`: small ones drain often (a value
+/// of up to 9 KB may take a budget's whole room).
+fn memtable_for(seed: u64) -> usize {
+    [2 << 10, 16 << 10, 64 << 10, 1 << 20][(seed >> 2) as usize % 4]
 }
 
 /// One crash case; returns whether the crash hit the workload (not only its aftermath).
@@ -108,7 +127,7 @@ fn big_case(seed: u64) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(10..40);
     let ops = workload_big(&mut rng, n, 8000, 3000);
-    crash_case(seed, kind, false, ops, Some(64 << 10))
+    crash_case(seed, kind, false, ops, Some(64 << 10), 0)
 }
 
 /// Runs `ops` on a store opened on `open()`; a crash while opening leaves the empty state.
@@ -139,7 +158,7 @@ fn case_sized(
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(ops);
     let ops = workload(&mut rng, n, keys);
-    crash_case(seed, kind, nand, ops, None)
+    crash_case(seed, kind, nand, ops, None, 0)
 }
 
 /// Runs `ops` on a device that loses power at a random write, recovers
@@ -151,6 +170,7 @@ fn crash_case(
     nand: bool,
     ops: Vec<common::Op>,
     wal: Option<u64>,
+    memtable: usize,
 ) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
     let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
@@ -160,7 +180,7 @@ fn crash_case(
     // Half the cases without the background writer: the log then fills to
     // full checkpoints, as in the seed experiments.
     let writer = (seed >> 1) % 2 == 0;
-    let o = opts(kind, frames, sync, wal.unwrap_or(small), writer);
+    let o = opts_with(kind, frames, sync, wal.unwrap_or(small), writer, memtable);
     let grouped = seed % 2 == 1;
     // A dry run counts the writes; then crash at one of them.
     let device = |plan| match kind {
@@ -187,7 +207,7 @@ fn crash_case(
     let dev = device(plan(&mut rng, Some(crash)));
     let (states, durable, crashed) = run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
     let what = format!(
-        "{kind:?} nand={nand} frames={frames} sync={sync} grouped={grouped} crash after write {crash}"
+        "{kind:?} nand={nand} frames={frames} sync={sync} grouped={grouped} memtable={memtable} crash after write {crash}"
     );
     check_recovery(&what, dev, &o, (&states, durable), &mut rng);
     crashed
@@ -236,7 +256,7 @@ fn check_recovery(
 /// resumes that log, the rest; power fails at a random write anywhere in
 /// that, the close and the open included. Returns whether the crash hit,
 /// and whether the second open resumed the log (a dry run says).
-fn resume_case(seed: u64) -> (bool, bool) {
+fn resume_case(seed: u64, memtable: usize) -> (bool, bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(10..60);
     let ops = workload(&mut rng, n, 150);
@@ -244,7 +264,8 @@ fn resume_case(seed: u64) -> (bool, bool) {
     let frames = [8, 64, 256][rng.gen_range(0..3)];
     let sync = rng.gen_bool(0.3);
     let wal = [256 << 10, 512 << 10, 1 << 20][rng.gen_range(0..3)];
-    let o = opts(StoreKind::InPlace, frames, sync, wal, (seed >> 1) % 2 == 0);
+    let writer = (seed >> 1) % 2 == 0;
+    let o = opts_with(StoreKind::InPlace, frames, sync, wal, writer, memtable);
     let grouped = seed % 2 == 1;
     let dry = fresh(false, plan(&mut rng, None), grouped);
     let (_, _, _, resumed) = two_sessions(&dry, &o, &ops, cut, sync);
@@ -252,7 +273,7 @@ fn resume_case(seed: u64) -> (bool, bool) {
     let dev = fresh(false, plan(&mut rng, Some(crash)), grouped);
     let (states, durable, crashed, _) = two_sessions(&dev, &o, &ops, cut, sync);
     let what = format!(
-        "resume frames={frames} sync={sync} grouped={grouped} cut at op {cut} crash after write {crash}"
+        "resume frames={frames} sync={sync} grouped={grouped} memtable={memtable} cut at op {cut} crash after write {crash}"
     );
     check_recovery(&what, dev, &o, (&states, durable), &mut rng);
     (crashed, resumed)
@@ -298,10 +319,23 @@ fn two_sessions(
 
 #[test]
 fn crash_across_a_close_that_leaves_the_log() {
-    let test = "crash_across_a_close_that_leaves_the_log";
+    across_a_close("crash_across_a_close_that_leaves_the_log", 0..1000, |_| 0);
+}
+
+/// The same with a memtable: a close leaves its pairs in the log too.
+#[test]
+fn crash_across_a_close_with_a_memtable() {
+    across_a_close(
+        "crash_across_a_close_with_a_memtable",
+        110_000..110_600,
+        memtable_for,
+    );
+}
+
+fn across_a_close(test: &str, seeds: std::ops::Range<u64>, memtable: fn(u64) -> usize) {
     let resumed = std::cell::Cell::new(0u64);
-    let hits = cases(test, 0..1000, |s| {
-        let (hit, r) = resume_case(s);
+    let hits = cases(test, seeds, |s| {
+        let (hit, r) = resume_case(s, memtable(s));
         resumed.set(resumed.get() + u64::from(r));
         hit
     });
@@ -330,6 +364,21 @@ const SEED: StoreKind = StoreKind::InPageLogging(IplGeometry::seed());
 #[test]
 fn crash_in_place_ftl() {
     many("crash_in_place_ftl", StoreKind::InPlace, false, 0..1500);
+}
+
+/// In place with a memtable: batches' pairs logged and held in memory,
+/// drained into the tree when the (small) budget is full, carried by
+/// checkpoints.
+#[test]
+fn crash_in_place_memtable() {
+    let test = "crash_in_place_memtable";
+    let case = |s: u64| {
+        let mut rng = SmallRng::seed_from_u64(s);
+        let n = rng.gen_range(10..80);
+        let ops = workload(&mut rng, n, 150);
+        crash_case(s, StoreKind::InPlace, false, ops, None, memtable_for(s))
+    };
+    cases(test, 100_000..101_000, case).assert_hits(test, 80);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Property tests: the store behaves like a `BTreeMap` across puts, deletes,
-//! batches, scans both ways and reopens, for both page stores, several
-//! geometries and buffer sizes (1 frame included).
+//! batches, scans both ways (whole and through ranges), checkpoints and
+//! reopens, for both page stores, several geometries and buffer sizes (1
+//! frame included), and in place with memtables of several budgets.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -14,7 +15,10 @@ enum Step {
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
     Scan(Vec<u8>, Vec<u8>, bool, bool),
+    /// `range(k..)` (or `range_rev(..=k)`) and `take(n)`.
+    Range(Vec<u8>, bool, usize),
     Reopen(bool),
+    Checkpoint,
     Auto(Vec<u8>),
 }
 
@@ -39,12 +43,18 @@ fn step() -> impl Strategy<Value = Step> {
         4 => key().prop_map(Step::Delete),
         3 => proptest::collection::vec((key(), proptest::option::of(value())), 0..12).prop_map(Step::Batch),
         2 => (key(), key(), any::<bool>(), any::<bool>()).prop_map(|(a, b, r, i)| Step::Scan(a, b, r, i)),
+        2 => (key(), any::<bool>(), 0usize..40).prop_map(|(k, r, n)| Step::Range(k, r, n)),
         1 => any::<bool>().prop_map(Step::Reopen),
+        1 => Just(Step::Checkpoint),
         1 => value().prop_map(Step::Auto),
     ]
 }
 
-fn configs() -> Vec<(StoreKind, usize, bool)> {
+/// A store kind, its buffer pool's frames, whether the index stays in
+/// memory, and its memtable's budget.
+type Config = (StoreKind, usize, bool, usize);
+
+fn configs() -> Vec<Config> {
     let kinds = [
         StoreKind::InPlace,
         StoreKind::InPageLogging(IplGeometry::seed()),
@@ -54,13 +64,18 @@ fn configs() -> Vec<(StoreKind, usize, bool)> {
     let mut v = Vec::new();
     for k in kinds {
         for (frames, index) in [(1, false), (1, true), (3, false), (64, false)] {
-            v.push((k, frames, index));
+            v.push((k, frames, index, 0));
         }
+    }
+    // Budgets from one that drains at almost every batch to one that
+    // never does.
+    for (frames, memtable) in [(1, 256), (3, 4096), (64, 64 << 10), (3, 16 << 20)] {
+        v.push((StoreKind::InPlace, frames, false, memtable));
     }
     v
 }
 
-fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<(), TestCaseError> {
+fn run((kind, frames, index, memtable): Config, steps: &[Step]) -> Result<(), TestCaseError> {
     // Reopening names no store: the store's own is taken.
     let reopen = Options::builder()
         .buffer_pages(frames)
@@ -69,6 +84,7 @@ fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<()
             ..LabOptions::default()
         })
         .max_size(48 << 20)
+        .memtable(memtable)
         .wal_size(2 << 20);
     let opts = reopen.clone().store(kind).build().unwrap();
     let reopen = reopen.build().unwrap();
@@ -124,6 +140,36 @@ fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<()
                 };
                 prop_assert_eq!(got, want);
             }
+            Step::Range(k, rev, n) => {
+                let got: Vec<(Vec<u8>, Vec<u8>)> = match rev {
+                    false => db.range::<(Bound<&[u8]>, Bound<&[u8]>)>((
+                        Bound::Included(k),
+                        Bound::Unbounded,
+                    )),
+                    true => db.range_rev::<(Bound<&[u8]>, Bound<&[u8]>)>((
+                        Bound::Unbounded,
+                        Bound::Included(k),
+                    )),
+                }
+                .take(*n)
+                .map(|p| p.unwrap().into_parts())
+                .collect();
+                let want: Vec<(Vec<u8>, Vec<u8>)> = match rev {
+                    false => model
+                        .range::<[u8], _>((Bound::Included(&k[..]), Bound::Unbounded))
+                        .take(*n)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                    true => model
+                        .range::<[u8], _>((Bound::Unbounded, Bound::Included(&k[..])))
+                        .rev()
+                        .take(*n)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                };
+                prop_assert_eq!(got, want);
+            }
+            Step::Checkpoint => db.checkpoint().unwrap(),
             Step::Reopen(clean) => {
                 let dev = if *clean {
                     db.close().unwrap()
@@ -155,15 +201,14 @@ fn run(kind: StoreKind, frames: usize, index: bool, steps: &[Step]) -> Result<()
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn matches_btreemap(cfg in 0usize..16, steps in proptest::collection::vec(step(), 1..120)) {
-        let (kind, frames, index) = configs()[cfg];
-        run(kind, frames, index, &steps)?;
+    fn matches_btreemap(cfg in 0usize..20, steps in proptest::collection::vec(step(), 1..120)) {
+        run(configs()[cfg], &steps)?;
     }
 }
 
 #[test]
 fn many_keys_every_config() {
-    for (kind, frames, index) in configs() {
+    for config in configs() {
         let steps: Vec<Step> = (0..1500u32)
             .map(|i| {
                 let k = (i.wrapping_mul(2654435761) % 5000).to_be_bytes().to_vec();
@@ -176,6 +221,6 @@ fn many_keys_every_config() {
                 }
             })
             .collect();
-        run(kind, frames, index, &steps).unwrap();
+        run(config, &steps).unwrap();
     }
 }

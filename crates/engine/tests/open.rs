@@ -296,7 +296,9 @@ fn a_close_leaves_the_log_to_the_next_open_which_resumes_it() {
 fn a_read_only_open_replays_the_log_a_close_left() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kept.db");
-    let db = Db::create(&path, Options::default()).unwrap();
+    // The tree's pages, not a memtable (tests/memtable.rs has that case).
+    let tree = Options::builder().memtable(0).build().unwrap();
+    let db = Db::create(&path, tree.clone()).unwrap();
     let mut b = flashkv_engine::WriteBatch::default();
     for i in 0..20_000u32 {
         b.put(&i.to_be_bytes(), &[3; 50]);
@@ -304,7 +306,7 @@ fn a_read_only_open_replays_the_log_a_close_left() {
     db.write(b).unwrap();
     db.close().unwrap();
     // Puts all over the tree: the close leaves them to the log.
-    let db = Db::open_path(&path, Options::default()).unwrap();
+    let db = Db::open_path(&path, tree).unwrap();
     for i in (0..20_000u32).step_by(100) {
         db.put(&i.to_be_bytes(), &[4; 50]).unwrap();
     }

@@ -52,7 +52,11 @@ impl Core {
             let mut rec = redo::Writer::new(&c.meta, len);
             rec.pairs(changes.iter().copied(), len);
             let payload = rec.finish();
-            let w = c.disk.journal.as_ref().expect("a memtable's store has a log");
+            let w = c
+                .disk
+                .journal
+                .as_ref()
+                .expect("a memtable's store has a log");
             let want = w.record_len(payload.len())
                 + w.capacity() / 16
                 + c.log_reserve(w, c.pool.dirty_len(), c.pool.unimaged());
@@ -162,9 +166,11 @@ impl Core {
             let ended = pairs.len() < limit;
             let lent: Vec<Pair<'_>> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
             let left = limit - out.len();
-            let next = self.memtable.overlay(&lent, ended, b, reverse, left, |k, v| {
-                out.push((k.to_vec(), v.to_vec()))
-            });
+            let next = self
+                .memtable
+                .overlay(&lent, ended, b, reverse, left, |k, v| {
+                    out.push((k.to_vec(), v.to_vec()))
+                });
             match next {
                 Some(k) => near = Some(k.to_vec()),
                 None => return Ok(out),

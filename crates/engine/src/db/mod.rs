@@ -77,7 +77,8 @@ pub struct Stats {
     pub stalls: u64,
     /// Keys the memtable holds now (changes not yet in the tree).
     pub memtable_keys: usize,
-    /// Bytes the memtable takes now, about.
+    /// Bytes the memtable takes in memory now, about (its pairs and their
+    /// filter).
     pub memtable_bytes: usize,
     /// Drains of the memtable into the tree.
     pub drains: u64,
@@ -814,7 +815,7 @@ impl Db {
             switches: c.switches,
             stalls: c.stalls,
             memtable_keys: c.memtable.len(),
-            memtable_bytes: c.memtable.bytes(),
+            memtable_bytes: c.memtable.memory(),
             drains: c.drains,
             log_bytes: c.layout.wal_len,
             device_flushes: c.disk.flushes + self.inner.sync.syncs(),

@@ -171,7 +171,9 @@ impl Core {
             writer: opts.writer,
             writer_inline: false,
             close_checkpoint: opts.close_checkpoint,
-            memtable: Arc::default(),
+            // Sized for the larger budget: a memtable read back from the log
+            // may be there whatever this device's budget is.
+            memtable: Arc::new(Memtable::new(opts.memtable_bytes(true))),
             memtable_cap: opts.memtable_bytes(disk.sync.outside()),
             draining: false,
             drains: 0,
