@@ -49,9 +49,10 @@ pub struct Setup {
 pub type Opener = fn(dir: &Path, setup: Setup) -> Result<Box<dyn Engine>>;
 
 /// Every engine name the benchmark knows, in the default order.
-pub const NAMES: [&str; 8] = [
+pub const NAMES: [&str; 9] = [
     "flashkv-inplace",
     "flashkv-ipl",
+    "flashkv-no-memtable",
     "redb",
     "fjall",
     "sled",
@@ -75,6 +76,7 @@ pub fn opener(name: &str) -> Option<Opener> {
     match name {
         "flashkv-inplace" => Some(engines::flashkv::open_inplace),
         "flashkv-ipl" => Some(engines::flashkv::open_ipl),
+        "flashkv-no-memtable" => Some(engines::flashkv::open_no_memtable),
         #[cfg(feature = "peers")]
         "redb" => Some(engines::redb::open),
         #[cfg(feature = "peers")]

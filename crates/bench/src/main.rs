@@ -84,8 +84,9 @@ pub struct Args {
     /// YCSB: workloads to run, in order (letters from a to f).
     #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e,f")]
     pub workloads: Vec<String>,
-    /// Comma-separated engines, from: flashkv-inplace, flashkv-ipl, redb,
-    /// fjall, sled, sqlite, lmdb, rocksdb [default: all of them].
+    /// Comma-separated engines, from: flashkv-inplace, flashkv-ipl,
+    /// flashkv-no-memtable (a tuned row: in place with `memtable(0)`),
+    /// redb, fjall, sled, sqlite, lmdb, rocksdb [default: all of them].
     #[arg(long, value_delimiter = ',')]
     pub engines: Option<Vec<String>>,
     /// Runs per engine (engines interleaved); the report gives the median.

@@ -15,7 +15,6 @@
 //! A point read that misses here (most, while the memtable is small next to
 //! the tree) is answered by a Bloom filter without searching the map.
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::hash::Hasher;
@@ -23,16 +22,29 @@ use std::ops::Bound;
 
 /// Bytes a pair costs beyond its key and value: the map's share of a node
 /// and the allocation's header (measured: about 50 bytes an entry).
-pub(crate) const ENTRY_COST: usize = 48;
+pub(crate) const ENTRY_COST: usize = 56;
 /// Bits of the Bloom filter per byte of budget: an eighth of a bit, so a
 /// full memtable of pairs of 100 bytes or more has 10 bits a key or more
 /// (two probes: under 4 % false positives), at 1/64 of its budget.
 const FILTER_BITS_PER_BYTE: usize = 8;
 
+/// A key's first 8 bytes (zeros past its end) as a big-endian integer:
+/// keys whose heads differ are in the order of their heads.
+pub(crate) fn head(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
 /// A key and its change, in one allocation: `[key len u16][key][tag][value]`
-/// (tag 1 put, 0 delete). Ordered, compared and borrowed as its key alone.
+/// (tag 1 put, 0 delete), beside the key's head. Ordered by its key: the
+/// head first, so a search through the set's nodes seldom loads a key.
 #[derive(Debug)]
-struct Slot(Box<[u8]>);
+struct Slot {
+    head: u64,
+    bytes: Box<[u8]>,
+}
 
 const PUT: u8 = 1;
 const DELETE: u8 = 0;
@@ -45,34 +57,36 @@ impl Slot {
         b.extend_from_slice(key);
         b.push(if value.is_some() { PUT } else { DELETE });
         b.extend_from_slice(value.unwrap_or_default());
-        Slot(b.into_boxed_slice())
+        Slot {
+            head: head(key),
+            bytes: b.into_boxed_slice(),
+        }
+    }
+
+    /// A slot to search for `key` with.
+    fn probe(key: &[u8]) -> Slot {
+        Slot::new(key, None)
     }
 
     fn key(&self) -> &[u8] {
-        let kl = usize::from(u16::from_le_bytes([self.0[0], self.0[1]]));
-        &self.0[2..2 + kl]
+        let kl = usize::from(u16::from_le_bytes([self.bytes[0], self.bytes[1]]));
+        &self.bytes[2..2 + kl]
     }
 
     /// The value, `None` for a delete.
     fn value(&self) -> Option<&[u8]> {
         let at = 2 + self.key().len();
-        (self.0[at] == PUT).then(|| &self.0[at + 1..])
+        (self.bytes[at] == PUT).then(|| &self.bytes[at + 1..])
     }
 
     fn cost(&self) -> usize {
-        self.0.len() + ENTRY_COST
-    }
-}
-
-impl Borrow<[u8]> for Slot {
-    fn borrow(&self) -> &[u8] {
-        self.key()
+        self.bytes.len() + ENTRY_COST
     }
 }
 
 impl PartialEq for Slot {
     fn eq(&self, o: &Slot) -> bool {
-        self.key() == o.key()
+        self.cmp(o) == Ordering::Equal
     }
 }
 
@@ -86,7 +100,7 @@ impl PartialOrd for Slot {
 
 impl Ord for Slot {
     fn cmp(&self, o: &Slot) -> Ordering {
-        self.key().cmp(o.key())
+        self.head.cmp(&o.head).then_with(|| self.key().cmp(o.key()))
     }
 }
 
@@ -167,7 +181,7 @@ impl Memtable {
         {
             return None;
         }
-        self.slots.get(key).map(Slot::value)
+        self.slots.get(&Slot::probe(key)).map(Slot::value)
     }
 
     /// Records a put (`Some`) or a delete (`None`) of `key`.
@@ -212,14 +226,18 @@ impl Memtable {
             _ => false,
         };
         // BTreeSet::range panics on an empty or inverted range.
-        let bounds = if empty || self.slots.is_empty() {
-            None
-        } else {
-            Some((lo, hi))
+        let probe = |b: Bound<&[u8]>| match b {
+            Bound::Included(k) => Bound::Included(Slot::probe(k)),
+            Bound::Excluded(k) => Bound::Excluded(Slot::probe(k)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let bounds = match empty || self.slots.is_empty() {
+            true => None,
+            false => Some((probe(lo), probe(hi))),
         };
         bounds
             .into_iter()
-            .flat_map(move |b| self.slots.range::<[u8], _>(b))
+            .flat_map(move |b| self.slots.range(b))
             .map(|s| (s.key(), s.value()))
     }
 

@@ -2,7 +2,9 @@
 //! opened with `Options::default()` plus `sync(true)` (every commit
 //! durable), as every peer runs its defaults plus per-commit durability.
 //! The larger-than-memory scale adds its cache budget
-//! ([`super::cache_budget`]); nothing else is set.
+//! ([`super::cache_budget`]); nothing else is set, but for the labelled
+//! tuned row `flashkv-no-memtable` (in place, `memtable(0)`: every write
+//! goes to the tree), which shows what the memtable does.
 
 use std::ops::Bound;
 use std::path::Path;
@@ -20,9 +22,18 @@ pub fn open_ipl(dir: &Path, setup: Setup) -> Result<Box<dyn Engine>> {
     open_store(dir, setup, StoreKind::InPageLogging(IplGeometry::seed()))
 }
 
+pub fn open_no_memtable(dir: &Path, setup: Setup) -> Result<Box<dyn Engine>> {
+    let opts = Options::builder().store(StoreKind::InPlace).memtable(0);
+    open_with(dir, setup, opts)
+}
+
 /// Creates the store (the file grows as it fills) or opens the one there.
 fn open_store(dir: &Path, setup: Setup, kind: StoreKind) -> Result<Box<dyn Engine>> {
-    let mut opts: OptionsBuilder = Options::builder().store(kind).sync(true);
+    open_with(dir, setup, Options::builder().store(kind))
+}
+
+fn open_with(dir: &Path, setup: Setup, opts: OptionsBuilder) -> Result<Box<dyn Engine>> {
+    let mut opts = opts.sync(true);
     if let Some(bytes) = setup.cache_bytes {
         opts = cache_budget::flashkv(opts, bytes);
     }

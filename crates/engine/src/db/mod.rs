@@ -27,7 +27,7 @@ use crate::group::LogSync;
 use crate::io::{Disk, ReadAt, Region, RegionStats};
 use crate::iter::{prefix_end, Range, ReadAhead};
 use crate::logdev;
-use crate::memtable::Memtable;
+use crate::memtable::{head, Memtable};
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
 use crate::page::{Page, PageId, NO_PAGE};
 use crate::redo;
@@ -206,15 +206,6 @@ impl Drop for GiveBack {
     fn drop(&mut self) {
         give_back();
     }
-}
-
-/// A key's first 8 bytes (zeros past its end) as a big-endian integer:
-/// keys whose heads differ are in the order of their heads.
-fn head(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// Returns the heap's free memory to the system ([`GiveBack`]).

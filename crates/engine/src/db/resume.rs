@@ -38,13 +38,16 @@ impl Core {
     /// than the log the next open would replay is taken anyway (a close
     /// after a bulk load, whose pages are home already): it costs less than
     /// that replay, which would also read back every page the load stored.
+    /// Not while the memtable holds pairs: the next open reads them back
+    /// either way, and a checkpoint would write them again (its carry).
     pub(super) fn close_out(&mut self) -> Result<()> {
         let ps = self.store.page_size() as u64;
         // Each dirty page home, and an image first of those without one.
         let writes = (self.pool.dirty_len() + self.pool.unimaged()) as u64 * ps;
         let logged = self.disk.journal.as_ref().map(|w| w.written().1);
+        let pairs = !self.memtable.is_empty();
         match logged {
-            Some(log) if self.keeps_log() && writes > log => self.disk.flush()?,
+            Some(log) if self.keeps_log() && (pairs || writes > log) => self.disk.flush()?,
             _ => {
                 // Asked for, a checkpoint leaves nothing to replay: the
                 // memtable goes into the tree first (else it is carried).
