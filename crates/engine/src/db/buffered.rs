@@ -37,7 +37,8 @@ impl Core {
 
     /// Commits `changes` (in order: a later change of a key wins) to the
     /// memtable: one record of their pairs, then the memtable. Drains it
-    /// first if they would take it past its budget. Returns the record to
+    /// first if they would take it past its budget, or the log's half has
+    /// no room for the record. Returns the record to
     /// wait for, as [`Core::write_with`] does.
     pub(super) fn buffer(&mut self, changes: &[Change<'_>], cost: usize) -> Result<Option<u64>> {
         if self.read_only {
@@ -52,15 +53,13 @@ impl Core {
             let mut rec = redo::Writer::new(&c.meta, len);
             rec.pairs(changes.iter().copied(), len);
             let payload = rec.finish();
-            let w = c
-                .disk
-                .journal
-                .as_ref()
-                .expect("a memtable's store has a log");
-            let want = w.record_len(payload.len())
-                + w.capacity() / 16
-                + c.log_reserve(w, c.pool.dirty_len(), c.pool.unimaged());
-            if w.remaining() < want {
+            // A log short of room drains the memtable rather than carry it
+            // into a new epoch: carried at every switch, the pairs would be
+            // written again and again while the memtable grows.
+            if c.log_short(payload.len()).is_some() && !c.memtable.is_empty() {
+                c.drain()?;
+            }
+            if let Some(want) = c.log_short(payload.len()) {
                 c.make_room(want)?;
             }
             c.disk.append(redo::REDO_RECORD, &payload)?;
@@ -72,6 +71,20 @@ impl Core {
             c.commits += 1;
             c.committed_record()
         })
+    }
+
+    /// The log bytes a record of `payload` bytes needs free, with the room
+    /// kept for write-backs, if the log's half has fewer.
+    fn log_short(&self, payload: usize) -> Option<u64> {
+        let w = self
+            .disk
+            .journal
+            .as_ref()
+            .expect("a memtable's store has a log");
+        let want = w.record_len(payload)
+            + w.capacity() / 16
+            + self.log_reserve(w, self.pool.dirty_len(), self.pool.unimaged());
+        (w.remaining() < want).then_some(want)
     }
 
     /// After a record is appended: a durable commit flushes here, or
