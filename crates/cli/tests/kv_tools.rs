@@ -214,6 +214,7 @@ fn json_on_every_subcommand_prints_only_json() {
     assert_eq!(j(&["export"], b""), scan);
     let stats = &j(&["stats"], b"")[0];
     assert_eq!(stats["keys"], 2);
+    assert_eq!(stats["memtable_keys"], 0, "each command drains it at close");
     assert_eq!(stats["store"], "in-place");
     assert_eq!(stats["file_bytes"], std::fs::metadata(&db).unwrap().len());
     assert!(stats["pages_allocated"].as_u64().unwrap() >= 1);

@@ -442,6 +442,8 @@ pub fn stats(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
         "layout": layout,
         "file_bytes": file_bytes,
         "keys": shape.keys,
+        // Changes not yet in the tree (a store a close left them in).
+        "memtable_keys": s.memtable_keys,
         "tree_height": shape.height,
         "leaf_pages": shape.leaf_pages,
         "internal_pages": shape.internal_pages,

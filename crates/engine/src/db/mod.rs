@@ -735,7 +735,8 @@ impl Db {
     }
 
     /// The tree's height, keys, pages by kind, free pages and leaf fill,
-    /// from a walk of every page (reads the whole store).
+    /// from a walk of every page (reads the whole store). The pairs the
+    /// memtable holds are not in the tree yet ([`Stats::memtable_keys`]).
     pub fn shape(&self) -> Result<Shape> {
         let mut c = self.lock()?;
         c.read(|t| t.shape())
