@@ -77,8 +77,8 @@ pub struct Stats {
     pub stalls: u64,
     /// Keys the memtable holds now (changes not yet in the tree).
     pub memtable_keys: usize,
-    /// Bytes the memtable takes in memory now, about (its pairs and their
-    /// filter).
+    /// Bytes the memtable takes in memory now, about (its pairs, their
+    /// filter, and the sorted copy reads use once it stops changing).
     pub memtable_bytes: usize,
     /// Drains of the memtable into the tree.
     pub drains: u64,
