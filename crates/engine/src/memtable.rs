@@ -19,17 +19,17 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::hash::Hasher;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering as Relaxed};
+use std::sync::atomic::{self, AtomicUsize};
 use std::sync::{Arc, OnceLock};
 
 /// Bytes a pair costs beyond its key and value: the set's share of a node
 /// (24 bytes an entry, nodes part full), the allocation's header and its
 /// reference counts.
 pub(crate) const ENTRY_COST: usize = 72;
-/// Bits of the Bloom filter per byte of budget: an eighth of a bit, so a
-/// full memtable of pairs of 100 bytes or more has 10 bits a key or more
-/// (two probes: under 4 % false positives), at 1/64 of its budget.
-const FILTER_BITS_PER_BYTE: usize = 8;
+/// Bytes of budget per bit of the Bloom filter: a full memtable of pairs
+/// of 100 bytes or more then has 10 bits a key or more (two probes: under
+/// 4 % false positives), and the filter takes 1/64 of the budget.
+const BUDGET_PER_FILTER_BIT: usize = 8;
 
 /// A key's first 8 bytes (zeros past its end) as a big-endian integer:
 /// keys whose heads differ are in the order of their heads.
@@ -164,7 +164,7 @@ pub(crate) type Change<'a> = (&'a [u8], Option<&'a [u8]>);
 impl Memtable {
     /// An empty memtable for a budget of `budget` bytes.
     pub fn new(budget: usize) -> Memtable {
-        let bits = (budget / FILTER_BITS_PER_BYTE).clamp(1 << 9, 1 << 30);
+        let bits = (budget / BUDGET_PER_FILTER_BIT).clamp(1 << 9, 1 << 30);
         Memtable {
             slots: BTreeSet::new(),
             bytes: 0,
@@ -182,7 +182,7 @@ impl Memtable {
         if let Some(f) = self.frozen.get() {
             return Some(f);
         }
-        if self.reads.fetch_add(1, Relaxed::Relaxed) < self.slots.len() / 8 {
+        if self.reads.fetch_add(1, atomic::Ordering::Relaxed) < self.slots.len() / 8 {
             return None;
         }
         Some(self.frozen.get_or_init(|| Frozen {

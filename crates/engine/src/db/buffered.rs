@@ -38,8 +38,8 @@ impl Core {
     /// Commits `changes` (in order: a later change of a key wins) to the
     /// memtable: one record of their pairs, then the memtable. Drains it
     /// first if they would take it past its budget, or the log's half has
-    /// no room for the record. Returns the record to
-    /// wait for, as [`Core::write_with`] does.
+    /// no room for the record. Returns the record to wait for, as
+    /// [`Core::write_with`] does.
     pub(super) fn buffer(&mut self, changes: &[Change<'_>], cost: usize) -> Result<Option<u64>> {
         if self.read_only {
             return Err(Error::ReadOnly);
