@@ -60,10 +60,15 @@ fn change(b: &[u8]) -> Change<'_> {
     (key, (b[2 + kl] == PUT).then(|| &b[3 + kl..]))
 }
 
+/// Bytes of a slot for a change of `key` to `value`.
+fn slot_len(key: &[u8], value: Option<&[u8]>) -> usize {
+    3 + key.len() + value.map_or(0, <[u8]>::len)
+}
+
 impl Slot {
     fn new(key: &[u8], value: Option<&[u8]>) -> Slot {
         let kl = u16::try_from(key.len()).expect("a key fits a page");
-        let mut b = Vec::with_capacity(3 + key.len() + value.map_or(0, <[u8]>::len));
+        let mut b = Vec::with_capacity(slot_len(key, value));
         b.extend_from_slice(&kl.to_le_bytes());
         b.extend_from_slice(key);
         b.push(if value.is_some() { PUT } else { DELETE });
@@ -227,7 +232,7 @@ impl Memtable {
 
     /// What adding a change of `key` to `value` costs at most.
     pub fn cost(key: &[u8], value: Option<&[u8]>) -> usize {
-        3 + key.len() + value.map_or(0, <[u8]>::len) + ENTRY_COST
+        slot_len(key, value) + ENTRY_COST
     }
 
     /// `key`'s newest change here: `Some(None)` a delete, `None` nothing.
@@ -289,7 +294,7 @@ impl Memtable {
 
     /// Changes in key order.
     pub fn iter(&self) -> impl Iterator<Item = Change<'_>> + '_ {
-        self.slots.iter().map(|s| (s.key(), s.value()))
+        self.slots.iter().map(|s| change(&s.bytes))
     }
 
     /// Changes with keys in `(lo, hi)`, in key order (descending if
@@ -300,7 +305,7 @@ impl Memtable {
         (lo, hi): (Bound<&'a [u8]>, Bound<&'a [u8]>),
         reverse: bool,
     ) -> impl Iterator<Item = Change<'a>> + 'a {
-        let walk = match self.frozen() {
+        let mut walk = match self.frozen() {
             Some(f) => {
                 // The first slot inside the near bound, counting from it.
                 let at = match (reverse, lo, hi) {
@@ -333,7 +338,6 @@ impl Memtable {
                 })
             }
         };
-        let mut walk = walk;
         std::iter::from_fn(move || walk.next(reverse)).take_while(move |(k, _)| match reverse {
             false => crate::btree::below(k, hi),
             true => crate::btree::above(k, lo),

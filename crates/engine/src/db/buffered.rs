@@ -41,9 +41,7 @@ impl Core {
     /// no room for the record. Returns the record to wait for, as
     /// [`Core::write_with`] does.
     pub(super) fn buffer(&mut self, changes: &[Change<'_>], cost: usize) -> Result<Option<u64>> {
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
+        // A budget is set only for a store that writes.
         debug_assert!(self.buffers(cost), "the memtable takes the batch");
         if self.memtable.bytes() + cost > self.memtable_cap {
             self.drain()?;
@@ -103,9 +101,10 @@ impl Core {
 
     /// Moves every pair of the memtable into the tree, in key order, as one
     /// batch whose record says the memtable was drained. The memtable stays
-    /// as it is until that batch commits: a switch meanwhile carries it.
+    /// as it is until that batch commits: a switch meanwhile carries it. A
+    /// reader's stays as the log it replayed holds it (it writes nothing).
     pub(super) fn drain(&mut self) -> Result<Option<u64>> {
-        if self.memtable.is_empty() {
+        if self.memtable.is_empty() || self.read_only {
             return Ok(None);
         }
         let held = Arc::clone(&self.memtable);

@@ -22,6 +22,10 @@ impl Core {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
+        // A batch for the tree goes after the memtable's pairs.
+        if !self.draining {
+            self.drain()?;
+        }
         self.guard(|c| {
             if let Some(w) = &c.disk.journal {
                 // Each operation may dirty one more page.

@@ -482,7 +482,6 @@ impl Db {
             self.committed(c, wait)?;
             return Ok(true);
         }
-        c.drain()?;
         let mut existed = false;
         let wait = c.write_with(1, 1, |t| {
             existed = t.delete(key)?;
@@ -521,7 +520,6 @@ impl Db {
             self.committed(c, wait)?;
             return Ok(true);
         }
-        c.drain()?;
         let wait = c.write_with(value.len(), 1, |t| {
             let existed = t.put(key, value)?;
             debug_assert!(existed, "the key update found is still there");
@@ -538,8 +536,7 @@ impl Db {
         let mut c = self.lock()?;
         btree::check_value(value)?;
         // The key counter lives in the tree's state, which only the tree's
-        // batches log.
-        c.drain()?;
+        // batches log: this one goes to the tree.
         let mut n = 0;
         let wait = c.write_with(value.len(), 1, |t| {
             n = t.meta.next_auto;
@@ -579,8 +576,6 @@ impl Db {
             let wait = c.buffer(&changes, cost)?;
             return self.committed(c, wait);
         }
-        // A batch for the tree goes after the memtable's pairs.
-        c.drain()?;
         // In key order (a stable sort: one key's operations keep theirs):
         // neighbouring keys share their descent, whose pages stay in cache.
         // Keys' first 8 bytes, compared as one integer, decide most pairs.
@@ -759,9 +754,7 @@ impl Db {
     /// the page store, records a checkpoint and empties the write-ahead log.
     pub fn checkpoint(&self) -> Result<()> {
         let mut c = self.lock()?;
-        if !c.read_only {
-            c.drain()?;
-        }
+        c.drain()?;
         c.guard(Core::checkpoint)
     }
 

@@ -174,7 +174,11 @@ impl Core {
             // Sized for the larger budget: a memtable read back from the log
             // may be there whatever this device's budget is.
             memtable: Arc::new(Memtable::new(opts.memtable_bytes(true))),
-            memtable_cap: opts.memtable_bytes(disk.sync.outside()),
+            // A reader writes nothing: its memtable is the one it replays.
+            memtable_cap: match read_only {
+                true => 0,
+                false => opts.memtable_bytes(disk.sync.outside()),
+            },
             draining: false,
             drains: 0,
             store,
@@ -198,7 +202,7 @@ impl Core {
     ) -> Result<()> {
         // The memtable takes writes only where the log can rebuild it and a
         // close may leave it there (reads of one replayed go on regardless).
-        if !(log && self.resumable()) || self.read_only {
+        if !(log && self.resumable()) {
             self.memtable_cap = 0;
         }
         let recovered = !records.is_empty();

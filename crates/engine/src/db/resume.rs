@@ -51,7 +51,7 @@ impl Core {
             _ => {
                 // Asked for, a checkpoint leaves nothing to replay: the
                 // memtable goes into the tree first (else it is carried).
-                if self.close_checkpoint && !self.read_only {
+                if self.close_checkpoint {
                     self.drain()?;
                 }
                 self.checkpoint()?
