@@ -16,6 +16,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -272,8 +273,81 @@ pub(crate) fn below(k: &[u8], hi: Bound<&[u8]>) -> bool {
     }
 }
 
-/// A pair lent from the pool: its key and inline value.
-pub(crate) type Pair<'p> = (&'p [u8], &'p [u8]);
+/// Where a pair lies in the buffer holding it: where its key starts,
+/// the key's and the value's lengths. The value starts one byte past the
+/// key's end, after an inline value's marker in a page's cell and after
+/// the tag in a memtable slot.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    at: usize,
+    key_len: usize,
+    value_len: usize,
+}
+
+impl Span {
+    /// The span of a key at `at` of `key_len` bytes, its value of
+    /// `value_len` bytes a byte past it, in `buf`.
+    pub(crate) fn new(buf: &[u8], at: usize, key_len: usize, value_len: usize) -> Span {
+        debug_assert!(
+            at + key_len < buf.len() && at + key_len + 1 + value_len <= buf.len(),
+            "a pair lies in its buffer"
+        );
+        Span {
+            at,
+            key_len,
+            value_len,
+        }
+    }
+
+    pub(crate) fn key<'b>(&self, buf: &'b [u8]) -> &'b [u8] {
+        &buf[self.at..self.at + self.key_len]
+    }
+
+    pub(crate) fn value<'b>(&self, buf: &'b [u8]) -> &'b [u8] {
+        let from = self.at + self.key_len + 1;
+        &buf[from..from + self.value_len]
+    }
+}
+
+/// A pair lent from the pool (a page's image) or the memtable (a slot), or
+/// from a chunk the exclusive path copied ([`pack`]): a caller keeps it by
+/// cloning the buffer's `Arc`, copying no byte.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pair<'p> {
+    pub(crate) buf: &'p Arc<[u8]>,
+    pub(crate) span: Span,
+}
+
+impl<'p> Pair<'p> {
+    pub(crate) fn key(&self) -> &'p [u8] {
+        self.span.key(self.buf)
+    }
+
+    pub(crate) fn value(&self) -> &'p [u8] {
+        self.span.value(self.buf)
+    }
+}
+
+/// Copies `pairs` into one buffer, each key then a byte then its value
+/// (the layout a [`Span`] reads), to lend them as [`Pair`]s.
+pub(crate) fn pack(pairs: &[(Vec<u8>, Vec<u8>)]) -> (Arc<[u8]>, Vec<Span>) {
+    let len = pairs.iter().map(|(k, v)| k.len() + 1 + v.len()).sum();
+    let mut buf = Vec::with_capacity(len);
+    let mut at = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        at.push(buf.len());
+        buf.extend_from_slice(k);
+        buf.push(0);
+        buf.extend_from_slice(v);
+    }
+    debug_assert_eq!(buf.len(), len, "one allocation");
+    let spans = pairs
+        .iter()
+        .zip(at)
+        .map(|((k, v), at)| Span::new(&buf, at, k.len(), v.len()))
+        .collect();
+    (buf.into(), spans)
+}
 
 /// A limited scan (see [`Tree::scan`]) when every page it takes is
 /// resident and every value is inline: its pairs, in scan order, lent
@@ -325,7 +399,8 @@ pub(crate) fn scan_resident<'p>(
                 return Ok(pool.note_shared(&used).then_some(out));
             }
             let i = if reverse { n - 1 - j } else { j };
-            let (k, v) = leaf.pair(i);
+            let (buf, (at, kl, vl)) = (leaf.image(), leaf.cell_span(i));
+            let k = &buf[at..at + kl];
             let past = match reverse {
                 false => !below(k, hi),
                 true => !above(k, lo),
@@ -339,10 +414,12 @@ pub(crate) fn scan_resident<'p>(
                     true => below(k, hi),
                 };
             if started {
-                let [0, v @ ..] = v else {
-                    return Ok(None); // overflow values go the exclusive way
-                };
-                out.push((k, v));
+                // Overflow values go the exclusive way.
+                if vl == 0 || buf[at + kl] != 0 {
+                    return Ok(None);
+                }
+                let span = Span::new(buf, at, kl, vl - 1);
+                out.push(Pair { buf, span });
             }
         }
         let next = if reverse { leaf.prev() } else { leaf.next() };

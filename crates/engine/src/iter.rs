@@ -1,17 +1,21 @@
 //! Streaming range reads: [`Range`] walks a key range a chunk at a time,
-//! so a scan of any size holds at most one chunk of pairs in memory. A
-//! chunk is copied into one buffer, and the [`Pair`]s returned lend their
-//! key and value from it: returning a pair allocates nothing (two vectors
-//! would cost two allocations and a second copy). The buffer is reused for
-//! the next chunk unless a pair from it is still kept.
+//! so a scan of any size holds at most one chunk of pairs. A chunk copies
+//! no key and no value: each [`Pair`] shares the buffer that holds it, a
+//! page image of the buffer pool or a memtable slot (a chunk the store
+//! read under its exclusive lock, from pages not all resident, is copied
+//! into one buffer its pairs share). Reading a pair's value's length then
+//! loads only its cell's first line, and a chunk costs an atomic increment
+//! a pair. A kept pair keeps that buffer alive: a page's image stays in
+//! memory while a pair from it is kept, and a writer changing the page
+//! copies it first (copy on write), so the pair keeps the bytes it read.
 //!
 //! Chunks after the first are 16 pairs or twice the one before, up to 64.
 //! The first reads ahead what callers have been taking ([`ReadAhead`]):
 //! as many pairs as the last range left before its end had returned (16
 //! until one was), the way an operating system sizes its read-ahead by the
-//! reads it saw. Copying pairs nobody reads is most of a short range's
-//! cost (each pair is a few cache lines the copy must load), so
-//! `range(..).take(10)` repeated reads ten pairs a range, not sixteen; a
+//! reads it saw. Finding pairs nobody reads is much of a short range's
+//! cost, so `range(..).take(10)` repeated reads ten pairs a range, not
+//! sixteen; a
 //! range that takes more than the last one pays one chunk more. Measured
 //! in docs/benchmarks.md, "ranges, a learnt first chunk".
 
@@ -21,6 +25,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::btree::{self, Span};
 use crate::db::Db;
 use crate::error::Result;
 
@@ -67,18 +72,16 @@ impl ReadAhead {
 /// run. Keys come strictly in order and never twice; a pair changed
 /// after the iterator passed it is not seen again, one changed ahead of it
 /// is seen as it is when its chunk is read (read committed, per chunk).
-/// An error is returned once and ends the iteration.
+/// An error is returned once and ends the iteration. The pairs of the
+/// chunk read and not yet returned hold their pages' images (see
+/// [`Pair`]) until they are returned or the range is dropped.
 pub struct Range<'a> {
     db: &'a Db,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     reverse: bool,
-    /// The chunk's keys and values, back to back, shared with the
-    /// [`Pair`]s returned from it.
-    bytes: Arc<Vec<u8>>,
-    /// Per pair not yet returned: where its key starts, the key's and the
-    /// value's lengths (the value follows the key).
-    pairs: VecDeque<(usize, usize, usize)>,
+    /// The chunk's pairs not yet returned.
+    pairs: VecDeque<Pair>,
     chunk: usize,
     /// Pairs returned so far.
     taken: usize,
@@ -92,7 +95,6 @@ impl<'a> Range<'a> {
             lo,
             hi,
             reverse,
-            bytes: Arc::default(),
             pairs: VecDeque::new(),
             chunk: db.read_ahead().first_chunk(),
             taken: 0,
@@ -106,25 +108,13 @@ impl<'a> Range<'a> {
             self.pairs.is_empty(),
             "a chunk is read once the last is used"
         );
-        // The last chunk's buffer is reused unless a pair still holds it.
-        if Arc::get_mut(&mut self.bytes).is_none() {
-            self.bytes = Arc::default();
-        }
-        let bytes = Arc::make_mut(&mut self.bytes); // not shared: no copy
-        bytes.clear();
         let range = (as_ref(&self.lo), as_ref(&self.hi));
         let pairs = &mut self.pairs;
         let n = self
             .db
             .scan_chunk(range, self.reverse, self.chunk, |chunk| {
-                // One copy into a buffer of the chunk's size: no regrowth.
-                bytes.reserve(chunk.iter().map(|(k, v)| k.len() + v.len()).sum());
-                pairs.reserve(chunk.len());
-                for &(k, v) in chunk {
-                    pairs.push_back((bytes.len(), k.len(), v.len()));
-                    bytes.extend_from_slice(k);
-                    bytes.extend_from_slice(v);
-                }
+                // Each pair's buffer shared, not its bytes copied.
+                pairs.extend(chunk.iter().map(Pair::kept));
                 chunk.len()
             })?;
         debug_assert!(
@@ -132,8 +122,8 @@ impl<'a> Range<'a> {
             "a chunk stops at its size"
         );
         debug_assert!(
-            self.pairs.front().is_none_or(|&(at, kl, _)| {
-                let k = &self.bytes[at..at + kl];
+            self.pairs.front().is_none_or(|p| {
+                let k = p.key();
                 match self.reverse {
                     false => crate::btree::above(k, range.0),
                     true => crate::btree::below(k, range.1),
@@ -143,7 +133,7 @@ impl<'a> Range<'a> {
         );
         self.done = n < self.chunk;
         self.chunk = (self.chunk * 2).clamp(FIRST_CHUNK, MAX_CHUNK);
-        if let Some(&(at, kl, _)) = self.pairs.back() {
+        if let Some(last) = self.pairs.back() {
             let near = if self.reverse {
                 &mut self.hi
             } else {
@@ -155,7 +145,7 @@ impl<'a> Range<'a> {
                 Bound::Unbounded => Vec::new(),
             };
             key.clear();
-            key.extend_from_slice(&self.bytes[at..at + kl]);
+            key.extend_from_slice(last.key());
             *near = Bound::Excluded(key);
         }
         Ok(())
@@ -172,22 +162,20 @@ impl Iterator for Range<'_> {
                 return Some(Err(e));
             }
         }
-        let (at, key_len, value_len) = self.pairs.pop_front()?;
+        let pair = self.pairs.pop_front()?;
         self.taken += 1;
-        Some(Ok(Pair {
-            chunk: Arc::clone(&self.bytes),
-            at,
-            key_len,
-            value_len,
-        }))
+        Some(Ok(pair))
     }
 }
 
-/// A key and its value, as a [`Range`] returns them: lent from the chunk
-/// the range read them in (shared by that chunk's pairs, freed with the
-/// last of them), so returning a pair copies nothing. `into()` or
-/// [`Pair::into_parts`] gives them as two vectors; a pair kept keeps its
-/// chunk (at most 64 pairs) in memory, two vectors only their bytes.
+/// A key and its value, as a [`Range`] returns them: lent from the buffer
+/// that held them when the range read them, shared and not copied. That
+/// is a page's image in the buffer pool, a memtable slot, or a chunk
+/// (at most 64 pairs) the range copied when its pages were not all
+/// resident. A pair kept keeps that buffer in memory, a whole page for a
+/// pair of a few bytes, and the page's next change copies it first (the
+/// pair reads what it read, the store the change); `into()` or
+/// [`Pair::into_parts`] gives two vectors, which keep only their bytes.
 ///
 /// ```
 /// # use flashkv_engine::{Db, Options};
@@ -200,23 +188,28 @@ impl Iterator for Range<'_> {
 /// ```
 #[derive(Clone)]
 pub struct Pair {
-    chunk: Arc<Vec<u8>>,
-    /// Where the key starts in `chunk`; the value follows it.
-    at: usize,
-    key_len: usize,
-    value_len: usize,
+    /// The page image, memtable slot or copied chunk holding the pair.
+    buf: Arc<[u8]>,
+    span: Span,
 }
 
 impl Pair {
+    /// A pair lent by a scan, kept: its buffer shared, not copied.
+    fn kept(p: &btree::Pair<'_>) -> Pair {
+        Pair {
+            buf: Arc::clone(p.buf),
+            span: p.span,
+        }
+    }
+
     /// The key.
     pub fn key(&self) -> &[u8] {
-        &self.chunk[self.at..self.at + self.key_len]
+        self.span.key(&self.buf)
     }
 
     /// The value.
     pub fn value(&self) -> &[u8] {
-        let from = self.at + self.key_len;
-        &self.chunk[from..from + self.value_len]
+        self.span.value(&self.buf)
     }
 
     /// The key and the value, copied into vectors of their own.
@@ -332,17 +325,52 @@ mod tests {
         }
         let (k, v) = kept[7].clone().into_parts();
         assert_eq!((k, v.len()), (7u32.to_be_bytes().to_vec(), 7));
-        // Pairs dropped as they come: one buffer serves every chunk.
-        let mut r = db.range(..);
-        let first = r.next().expect("a pair").expect("pair");
-        let (buffer, n) = (Arc::as_ptr(&first.chunk), first.key().len());
-        drop(first);
-        let rest = r
-            .by_ref()
-            .map(|p| p.expect("pair").key().len())
-            .sum::<usize>();
-        assert_eq!(n + rest, 4 * 150);
-        assert_eq!(Arc::as_ptr(&r.bytes), buffer, "the buffer was reused");
+        // Pairs of one leaf share its image: nothing was copied.
+        assert!(Arc::ptr_eq(&kept[0].buf, &kept[1].buf), "one page's image");
+        // Every key overwritten, its page changed: kept pairs still read
+        // what they read, the store the new values.
+        for i in 0..150u32 {
+            db.put(&i.to_be_bytes(), &[0xee; 3]).expect("put");
+        }
+        for (i, p) in (0..150u32).zip(&kept) {
+            assert_eq!(p.value(), vec![i as u8; i as usize]);
+            let now = db.get(&i.to_be_bytes()).expect("get");
+            assert_eq!(now.as_deref(), Some(&[0xee; 3][..]));
+        }
+    }
+
+    /// A pair kept across a write to its page (or a newer change of its
+    /// memtable slot's key) keeps its bytes; the store reads the write's.
+    #[test]
+    fn a_pair_kept_across_a_write_to_its_page_keeps_the_old_bytes() {
+        let tree = db_of(0);
+        let dev = flashkv_device::presets::open("dram-ssd").expect("preset");
+        let opts = Options::builder()
+            .memtable(1 << 20)
+            .build()
+            .expect("options");
+        let buffered = Db::open(Box::new(dev), opts).expect("open");
+        for db in [tree, buffered] {
+            for k in [b"a", b"b", b"c"] {
+                db.put(k, b"old").expect("put");
+            }
+            let mut r = db.range(..);
+            let a = r.next().expect("a pair").expect("pair");
+            // `b` goes, `a` and a new key change the page `a` lies in.
+            db.put(b"a", b"new!").expect("put");
+            db.delete(b"b").expect("delete");
+            db.put(b"ab", b"x").expect("put");
+            assert_eq!((a.key(), a.value()), (&b"a"[..], &b"old"[..]));
+            // The range read its chunk before the writes (per chunk).
+            let rest: Vec<Vec<u8>> = r.map(|p| p.expect("pair").value().to_vec()).collect();
+            assert_eq!(rest, [b"old".to_vec(), b"old".to_vec()]);
+            assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"new!"[..]));
+            let now: Vec<Pair> = db.range(..).map(|p| p.expect("pair")).collect();
+            let keys: Vec<&[u8]> = now.iter().map(Pair::key).collect();
+            assert_eq!(keys, [&b"a"[..], b"ab", b"c"]);
+            assert_eq!(now[0].value(), b"new!");
+            assert_eq!(a.value(), b"old", "still the old bytes");
+        }
     }
 
     #[test]

@@ -60,6 +60,14 @@ fn change(b: &[u8]) -> Change<'_> {
     (key, (b[2 + kl] == PUT).then(|| &b[3 + kl..]))
 }
 
+/// The pair a put's slot holds, lent from it.
+fn lent(b: &Arc<[u8]>) -> Pair<'_> {
+    let kl = usize::from(u16::from_le_bytes([b[0], b[1]]));
+    debug_assert_eq!(b[2 + kl], PUT, "a put's slot");
+    let span = Span::new(b, 2, kl, b.len() - 3 - kl);
+    Pair { buf: b, span }
+}
+
 /// Bytes of a slot for a change of `key` to `value`.
 fn slot_len(key: &[u8], value: Option<&[u8]>) -> usize {
     3 + key.len() + value.map_or(0, <[u8]>::len)
@@ -297,14 +305,14 @@ impl Memtable {
         self.slots.iter().map(|s| change(&s.bytes))
     }
 
-    /// Changes with keys in `(lo, hi)`, in key order (descending if
+    /// The slots of keys in `(lo, hi)`, in key order (descending if
     /// `reverse`). One search, from the near bound: the far one ends the
     /// walk.
-    pub fn range<'a>(
+    fn range<'a>(
         &'a self,
         (lo, hi): (Bound<&'a [u8]>, Bound<&'a [u8]>),
         reverse: bool,
-    ) -> impl Iterator<Item = Change<'a>> + 'a {
+    ) -> impl Iterator<Item = &'a Arc<[u8]>> + 'a {
         let mut walk = match self.frozen() {
             Some(f) => {
                 // The first slot inside the near bound, counting from it.
@@ -338,9 +346,12 @@ impl Memtable {
                 })
             }
         };
-        std::iter::from_fn(move || walk.next(reverse)).take_while(move |(k, _)| match reverse {
-            false => crate::btree::below(k, hi),
-            true => crate::btree::above(k, lo),
+        std::iter::from_fn(move || walk.next(reverse)).take_while(move |b| {
+            let k = change(b).0;
+            match reverse {
+                false => crate::btree::below(k, hi),
+                true => crate::btree::above(k, lo),
+            }
         })
     }
 
@@ -349,7 +360,7 @@ impl Memtable {
     /// last ones of the range if `ended`; they are merged with the changes
     /// held here over the keys they span (to the far bound once `ended`),
     /// and `emit` gets the result in scan order until `left` pairs are
-    /// out. Returns the key the next step starts after (the last tree
+    /// out, lent from the pages and slots holding them. Returns the key the next step starts after (the last tree
     /// key), or `None` when the scan is done.
     #[allow(clippy::too_many_arguments)]
     pub fn overlay<'b>(
@@ -359,39 +370,39 @@ impl Memtable {
         (lo, hi): (Bound<&'b [u8]>, Bound<&'b [u8]>),
         reverse: bool,
         mut left: usize,
-        mut emit: impl FnMut(&'b [u8], &'b [u8]),
+        mut emit: impl FnMut(Pair<'b>),
     ) -> Option<&'b [u8]> {
-        let last = pairs.last().map(|p| p.0).filter(|_| !ended);
+        let last = pairs.last().map(Pair::key).filter(|_| !ended);
         let span = match (reverse, last) {
             (_, None) => (lo, hi),
             (false, Some(k)) => (lo, Bound::Included(k)),
             (true, Some(k)) => (Bound::Included(k), hi),
         };
         let mut held = self.range(span, reverse);
-        let mut next_held = move || held.next();
+        let mut next_held = move || held.next().map(|b| (b, change(b)));
         let mut m = next_held();
         // Whether `a` comes before `b` in scan order.
         let before = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
         let mut tree = pairs.iter().copied();
         let mut t = tree.next();
         while left > 0 {
-            let (k, v) = match (m, t) {
+            let p = match (m, t) {
                 (None, None) => break,
-                (Some((mk, mv)), Some((tk, _))) if !before(tk, mk) => {
-                    if mk == tk {
+                (Some((b, (mk, mv))), Some(tp)) if !before(tp.key(), mk) => {
+                    if mk == tp.key() {
                         t = tree.next();
                     }
                     m = next_held();
                     match mv {
-                        Some(v) => (mk, v),
+                        Some(_) => lent(b),
                         None => continue, // deleted
                     }
                 }
-                (Some((mk, Some(v))), None) => {
+                (Some((b, (_, Some(_)))), None) => {
                     m = next_held();
-                    (mk, v)
+                    lent(b)
                 }
-                (Some((_, None)), None) => {
+                (Some((_, (_, None))), None) => {
                     m = next_held();
                     continue;
                 }
@@ -400,7 +411,7 @@ impl Memtable {
                     p
                 }
             };
-            emit(k, v);
+            emit(p);
             left -= 1;
         }
         last.filter(|_| left > 0)
@@ -416,13 +427,13 @@ enum Walk<'a> {
 }
 
 impl<'a> Walk<'a> {
-    fn next(&mut self, reverse: bool) -> Option<Change<'a>> {
+    fn next(&mut self, reverse: bool) -> Option<&'a Arc<[u8]>> {
         match self {
             Walk::Set(r) => match reverse {
                 false => r.next(),
                 true => r.next_back(),
             }
-            .map(|s| change(&s.bytes)),
+            .map(|s| &s.bytes),
             Walk::Frozen(f, at, stop) => {
                 let i = match reverse {
                     false => *at,
@@ -432,16 +443,14 @@ impl<'a> Walk<'a> {
                 if (!reverse && h > *stop) || (reverse && h < *stop) {
                     return None;
                 }
-                let slot = &f.slots[i];
                 *at = if reverse { i } else { i + 1 };
-                Some(change(slot))
+                Some(&f.slots[i])
             }
         }
     }
 }
 
-/// A pair lent from the pool or the memtable.
-type Pair<'p> = crate::btree::Pair<'p>;
+use crate::btree::{Pair, Span};
 
 #[cfg(test)]
 mod tests {
@@ -500,6 +509,7 @@ mod tests {
                 for reverse in [false, true] {
                     let got: Vec<(Vec<u8>, Option<Vec<u8>>)> = m
                         .range((lb, hb), reverse)
+                        .map(|b| change(b))
                         .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
                         .collect();
                     let mut want: Vec<(Vec<u8>, Option<Vec<u8>>)> = model

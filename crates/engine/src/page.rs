@@ -29,6 +29,8 @@
 //! ([`Page::build_index`]), so a batch of many changes to one leaf does
 //! not keep it at every one (it searches the cells meanwhile).
 
+use std::sync::Arc;
+
 use crate::error::{bad_page, Error, Result};
 use crate::le::{u16_at as rd16, u32_at as rd32, u64_at as rd64};
 
@@ -42,6 +44,13 @@ pub const HEADER: usize = 48;
 fn cell_at(buf: &[u8], i: usize) -> (usize, usize, usize) {
     let off = rd16(buf, HEADER + 2 * i) as usize;
     (off, rd16(buf, off) as usize, rd16(buf, off + 2) as usize)
+}
+
+fn put32(buf: &mut [u8], o: usize, v: u32) {
+    buf[o..o + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put64(buf: &mut [u8], o: usize, v: u64) {
+    buf[o..o + 8].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Starts loading the cache line holding `b`, if the CPU can be asked to.
@@ -77,7 +86,10 @@ pub enum Kind {
 /// index is derived from the image, and a leaf's may wait to be built).
 #[derive(Clone)]
 pub struct Page {
-    buf: Box<[u8]>,
+    /// The image, shared with the range pairs lent from it
+    /// ([`crate::iter::Pair`]) and with clones: a change copies it first
+    /// while one holds it ([`Page::buf_mut`]), so they keep what they read.
+    buf: Arc<[u8]>,
     /// The search index (internal pages, and leaves but between a change
     /// and the commit of its batch; empty otherwise): the `skip` bytes
     /// every key starts with, then [`FP`] bytes per slot, the key's bytes
@@ -145,18 +157,19 @@ impl Page {
             "page size {size} out of range"
         );
         assert_ne!(id, NO_PAGE, "a page has a number");
-        let mut p = Page {
-            buf: vec![0u8; size].into_boxed_slice(),
+        let mut buf = vec![0u8; size];
+        buf[4] = PAGE_VERSION;
+        buf[5] = kind as u8;
+        put32(&mut buf, 8, size as u32);
+        put64(&mut buf, 16, id);
+        put64(&mut buf, 24, NO_PAGE);
+        put64(&mut buf, 32, NO_PAGE);
+        let p = Page {
+            buf: buf.into(),
             index: Vec::new(),
             skip: 0,
             kind,
         };
-        p.buf[4] = PAGE_VERSION;
-        p.buf[5] = kind as u8;
-        p.set_u32(8, size as u32);
-        p.set_u64(16, id);
-        p.set_next(NO_PAGE);
-        p.set_prev(NO_PAGE);
         debug_assert!(p.validate().is_ok(), "a new page is valid");
         p
     }
@@ -180,7 +193,7 @@ impl Page {
         }
         let kind = kind_of(buf[5]);
         let mut p = Page {
-            buf,
+            buf: Arc::from(buf),
             index: Vec::new(),
             skip: 0,
             kind,
@@ -258,11 +271,24 @@ impl Page {
             self.validate().err()
         );
         let c = crc32c::crc32c(&self.buf[4..]);
-        self.buf[0..4].copy_from_slice(&c.to_le_bytes());
+        // An image sealed and unchanged since is not copied for a pair
+        // that holds it.
+        if rd32(&self.buf, 0) != c {
+            put32(self.buf_mut(), 0, c);
+        }
         &self.buf
     }
 
+    /// The image to change: copied first if a pair or a clone holds it.
+    fn buf_mut(&mut self) -> &mut [u8] {
+        Arc::make_mut(&mut self.buf)
+    }
+
     pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+    /// The image, to lend cells from (see [`Page::cell_span`]).
+    pub(crate) fn image(&self) -> &Arc<[u8]> {
         &self.buf
     }
     pub fn size(&self) -> usize {
@@ -270,12 +296,6 @@ impl Page {
     }
     fn u32(&self, o: usize) -> u32 {
         rd32(&self.buf, o)
-    }
-    fn set_u32(&mut self, o: usize, v: u32) {
-        self.buf[o..o + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    fn set_u64(&mut self, o: usize, v: u64) {
-        self.buf[o..o + 8].copy_from_slice(&v.to_le_bytes());
     }
 
     pub fn kind(&self) -> Kind {
@@ -289,19 +309,19 @@ impl Page {
         rd64(&self.buf, 24)
     }
     pub fn set_next(&mut self, v: PageId) {
-        self.set_u64(24, v)
+        put64(self.buf_mut(), 24, v)
     }
     pub fn prev(&self) -> PageId {
         rd64(&self.buf, 32)
     }
     pub fn set_prev(&mut self, v: PageId) {
-        self.set_u64(32, v)
+        put64(self.buf_mut(), 32, v)
     }
     pub fn gen(&self) -> u64 {
         rd64(&self.buf, 40)
     }
     pub fn set_gen(&mut self, g: u64) {
-        self.set_u64(40, g)
+        put64(self.buf_mut(), 40, g)
     }
 
     /// Number of cells.
@@ -341,6 +361,12 @@ impl Page {
     pub fn pair(&self, i: usize) -> (&[u8], &[u8]) {
         let (off, kl, vl) = self.cell(i);
         self.buf[off + 4..off + 4 + kl + vl].split_at(kl)
+    }
+    /// Where cell `i`'s key starts in the image, and the key's and the
+    /// value's lengths (the value follows the key).
+    pub(crate) fn cell_span(&self, i: usize) -> (usize, usize, usize) {
+        let (off, kl, vl) = self.cell(i);
+        (off + 4, kl, vl)
     }
 
     /// Asks the CPU to load the cells of slots `from..to` (clamped to the
@@ -560,15 +586,16 @@ impl Page {
             self.compact();
         }
         let off = self.u32(8) as usize - need;
-        self.buf[off..off + 2].copy_from_slice(&(key.len() as u16).to_le_bytes());
-        self.buf[off + 2..off + 4].copy_from_slice(&(val.len() as u16).to_le_bytes());
-        self.buf[off + 4..off + 4 + key.len()].copy_from_slice(key);
-        self.buf[off + 4 + key.len()..off + need].copy_from_slice(val);
-        self.set_u32(8, off as u32);
+        let buf = self.buf_mut();
+        buf[off..off + 2].copy_from_slice(&(key.len() as u16).to_le_bytes());
+        buf[off + 2..off + 4].copy_from_slice(&(val.len() as u16).to_le_bytes());
+        buf[off + 4..off + 4 + key.len()].copy_from_slice(key);
+        buf[off + 4 + key.len()..off + need].copy_from_slice(val);
+        put32(buf, 8, off as u32);
         let s = HEADER + 2 * slot;
-        self.buf.copy_within(s..HEADER + 2 * n, s + 2);
-        self.buf[s..s + 2].copy_from_slice(&(off as u16).to_le_bytes());
-        self.buf[6..8].copy_from_slice(&((n + 1) as u16).to_le_bytes());
+        buf.copy_within(s..HEADER + 2 * n, s + 2);
+        buf[s..s + 2].copy_from_slice(&(off as u16).to_le_bytes());
+        buf[6..8].copy_from_slice(&((n + 1) as u16).to_le_bytes());
         self.index_changed(slot, true);
         debug_assert_eq!(self.key(slot), key, "the cell is where it was put");
     }
@@ -580,10 +607,11 @@ impl Page {
         let before = self.used();
         let (_, kl, vl) = self.cell(slot);
         let frag = self.u32(12) + (4 + kl + vl) as u32;
-        self.set_u32(12, frag);
+        let buf = self.buf_mut();
+        put32(buf, 12, frag);
         let s = HEADER + 2 * slot;
-        self.buf.copy_within(s + 2..HEADER + 2 * n, s);
-        self.buf[6..8].copy_from_slice(&((n - 1) as u16).to_le_bytes());
+        buf.copy_within(s + 2..HEADER + 2 * n, s);
+        buf[6..8].copy_from_slice(&((n - 1) as u16).to_le_bytes());
         self.index_changed(slot, false);
         debug_assert_eq!(
             self.used() + Self::cell_size(kl, vl),
@@ -599,9 +627,10 @@ impl Page {
             "only tree pages hold cells"
         );
         let size = self.size() as u32;
-        self.buf[6..8].copy_from_slice(&0u16.to_le_bytes());
-        self.set_u32(8, size);
-        self.set_u32(12, 0);
+        let buf = self.buf_mut();
+        buf[6..8].copy_from_slice(&0u16.to_le_bytes());
+        put32(buf, 8, size);
+        put32(buf, 12, 0);
         self.index.clear();
         self.skip = 0;
     }
@@ -610,24 +639,22 @@ impl Page {
     /// order from the end (as inserting them again would). Keys and slots
     /// stay: so does the search index.
     fn compact(&mut self) {
-        let before = self.used();
-        let old = self.buf.clone();
-        let mut tail = self.size();
-        for i in 0..self.len() {
+        let (before, n, id) = (self.used(), self.len(), self.id());
+        // The cells are read from the image as it was: held here, it is
+        // copied once for the writes (as a copy to read would be).
+        let old = Arc::clone(&self.buf);
+        let buf = self.buf_mut();
+        let mut tail = buf.len();
+        for i in 0..n {
             let (off, kl, vl) = cell_at(&old, i);
             let len = 4 + kl + vl;
             tail -= len;
-            self.buf[tail..tail + len].copy_from_slice(&old[off..off + len]);
-            self.buf[HEADER + 2 * i..HEADER + 2 * i + 2]
-                .copy_from_slice(&(tail as u16).to_le_bytes());
+            buf[tail..tail + len].copy_from_slice(&old[off..off + len]);
+            buf[HEADER + 2 * i..HEADER + 2 * i + 2].copy_from_slice(&(tail as u16).to_le_bytes());
         }
-        assert!(
-            tail >= HEADER + 2 * self.len(),
-            "page {}: cells fit",
-            self.id()
-        );
-        self.set_u32(8, tail as u32);
-        self.set_u32(12, 0);
+        assert!(tail >= HEADER + 2 * n, "page {id}: cells fit");
+        put32(buf, 8, tail as u32);
+        put32(buf, 12, 0);
         debug_assert_eq!(self.used(), before, "compaction keeps every cell");
     }
 
@@ -659,8 +686,9 @@ impl Page {
             self.id(),
             data.len()
         );
-        self.buf[HEADER..HEADER + data.len()].copy_from_slice(data);
-        self.set_u32(12, data.len() as u32);
+        let buf = self.buf_mut();
+        buf[HEADER..HEADER + data.len()].copy_from_slice(data);
+        put32(buf, 12, data.len() as u32);
     }
     /// Payload bytes an overflow page of `size` holds.
     pub fn overflow_capacity(size: usize) -> usize {

@@ -152,7 +152,7 @@ impl Core {
             let left = limit - out.len();
             near = self
                 .memtable
-                .overlay(&pairs, ended, b, reverse, left, |k, v| out.push((k, v)));
+                .overlay(&pairs, ended, b, reverse, left, |p| out.push(p));
             if near.is_none() {
                 return Ok(Some(out));
             }
@@ -176,13 +176,12 @@ impl Core {
             let b = after(bounds, reverse, near.as_deref());
             let pairs = self.read(|t| t.scan(b.0, b.1, reverse, limit))?;
             let ended = pairs.len() < limit;
-            let lent: Vec<Pair<'_>> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            let (buf, spans) = btree::pack(&pairs);
+            let lent: Vec<Pair<'_>> = spans.iter().map(|&span| Pair { buf: &buf, span }).collect();
             let left = limit - out.len();
-            let next = self
-                .memtable
-                .overlay(&lent, ended, b, reverse, left, |k, v| {
-                    out.push((k.to_vec(), v.to_vec()))
-                });
+            let next = self.memtable.overlay(&lent, ended, b, reverse, left, |p| {
+                out.push((p.key().to_vec(), p.value().to_vec()))
+            });
             match next {
                 Some(k) => near = Some(k.to_vec()),
                 None => return Ok(out),

@@ -654,16 +654,17 @@ impl Db {
         mut f: impl FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         self.scan_chunk(range, reverse, limit, |pairs| {
-            for &(k, v) in pairs {
-                f(k, v);
+            for p in pairs {
+                f(p.key(), p.value());
             }
             pairs.len()
         })
     }
 
     /// `f` of the at most `limit` pairs with keys in `range` (descending
-    /// if `reverse`), all at once, so a caller copying them can size its
-    /// buffer first; the same locking as [`Db::scan_with`].
+    /// if `reverse`), all at once, lent from the buffers holding them so a
+    /// caller can keep them without a copy; the same locking as
+    /// [`Db::scan_with`].
     pub(crate) fn scan_chunk<R: RangeBounds<[u8]>, T>(
         &self,
         range: R,
@@ -682,7 +683,12 @@ impl Db {
         let pairs = c.scan(bounds, reverse, limit)?;
         drop(c);
         debug_assert!(pairs.len() <= limit, "a scan stops at its limit");
-        let lent: Vec<btree::Pair<'_>> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        // One copy more, into one buffer the pairs are lent from.
+        let (buf, spans) = btree::pack(&pairs);
+        let lent: Vec<btree::Pair<'_>> = spans
+            .iter()
+            .map(|&span| btree::Pair { buf: &buf, span })
+            .collect();
         Ok(f(&lent))
     }
 
