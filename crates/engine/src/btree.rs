@@ -391,8 +391,8 @@ pub(crate) fn scan_resident<'p>(
         // waits for memory about once, not once a pair.
         let want = limit.saturating_sub(out.len());
         match reverse {
-            false => leaf.prefetch_cells(skip, skip + want),
-            true => leaf.prefetch_cells(n.saturating_sub(skip + want), n - skip),
+            false => leaf.prefetch_keys(skip, skip + want),
+            true => leaf.prefetch_keys(n.saturating_sub(skip + want), n - skip),
         }
         for j in std::mem::take(&mut skip)..n {
             if out.len() >= limit {

@@ -15,9 +15,8 @@
 //! until one was), the way an operating system sizes its read-ahead by the
 //! reads it saw. Finding pairs nobody reads is much of a short range's
 //! cost, so `range(..).take(10)` repeated reads ten pairs a range, not
-//! sixteen; a
-//! range that takes more than the last one pays one chunk more. Measured
-//! in docs/benchmarks.md, "ranges, a learnt first chunk".
+//! sixteen; a range that takes more than the last one pays one chunk
+//! more. Measured in docs/benchmarks.md, "ranges, a learnt first chunk".
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -125,8 +124,8 @@ impl<'a> Range<'a> {
             self.pairs.front().is_none_or(|p| {
                 let k = p.key();
                 match self.reverse {
-                    false => crate::btree::above(k, range.0),
-                    true => crate::btree::below(k, range.1),
+                    false => btree::above(k, range.0),
+                    true => btree::below(k, range.1),
                 }
             }),
             "a chunk starts past the pairs already returned"

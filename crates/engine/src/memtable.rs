@@ -360,8 +360,9 @@ impl Memtable {
     /// last ones of the range if `ended`; they are merged with the changes
     /// held here over the keys they span (to the far bound once `ended`),
     /// and `emit` gets the result in scan order until `left` pairs are
-    /// out, lent from the pages and slots holding them. Returns the key the next step starts after (the last tree
-    /// key), or `None` when the scan is done.
+    /// out, lent from the pages and slots holding them. Returns the key
+    /// the next step starts after (the last tree key), or `None` when the
+    /// scan is done.
     #[allow(clippy::too_many_arguments)]
     pub fn overlay<'b>(
         &'b self,

@@ -369,15 +369,18 @@ impl Page {
         (off + 4, kl, vl)
     }
 
-    /// Asks the CPU to load the cells of slots `from..to` (clamped to the
-    /// page) into its cache ahead of their reads: their first lines are
+    /// Asks the CPU to load what a scan reads of the cells of slots
+    /// `from..to` (clamped to the page) into its cache ahead of the reads:
+    /// their lengths, keys and values' first bytes (an inline value's
+    /// marker; the value itself is lent, not read). Their first lines are
     /// read (for the cells' lengths) with no load waiting on another, the
     /// rest prefetched, so a scan of them waits for memory about once
     /// rather than once a cell.
-    pub fn prefetch_cells(&self, from: usize, to: usize) {
+    pub fn prefetch_keys(&self, from: usize, to: usize) {
         for i in from..to.min(self.len()) {
             let (off, kl, vl) = self.cell(i);
-            for at in (off..off + 4 + kl + vl).step_by(64) {
+            let end = off + 4 + kl + vl.min(1);
+            for at in (off..end).step_by(64).chain([end - 1]) {
                 prefetch(&self.buf[at]);
             }
         }
@@ -941,10 +944,10 @@ mod tests {
         let before = p.clone();
         // Past the end, empty and backwards ranges are clamped, not read.
         for (from, to) in [(0, 20), (0, usize::MAX), (19, 40), (20, 25), (7, 3), (0, 0)] {
-            p.prefetch_cells(from, to);
+            p.prefetch_keys(from, to);
         }
         assert!(p == before && p.len() == 20);
-        Page::new(4096, 8, Kind::Leaf).prefetch_cells(0, 10);
+        Page::new(4096, 8, Kind::Leaf).prefetch_keys(0, 10);
     }
 
     #[test]
