@@ -936,6 +936,30 @@ mod tests {
     }
 
     #[test]
+    fn a_change_copies_the_image_only_while_it_is_held() {
+        let mut p = Page::new(4096, 7, Kind::Leaf);
+        p.insert_at(0, b"a", b"1");
+        let at = Arc::as_ptr(p.image());
+        p.insert_at(1, b"b", b"2");
+        p.remove_at(0);
+        p.set_next(9);
+        assert_eq!(Arc::as_ptr(p.image()), at, "changed in place");
+        // A pair lent from the page keeps the image it read: one cell, b.
+        let held = Arc::clone(p.image());
+        p.insert_at(0, b"a", b"3");
+        assert_ne!(Arc::as_ptr(p.image()), at, "copied");
+        let (off, kl, vl) = cell_at(&held, 0);
+        assert_eq!(rd16(&held, 6), 1);
+        assert_eq!(&held[off + 4..off + 4 + kl + vl], b"b2");
+        assert_eq!(
+            (p.len(), p.pair(0), p.pair(1)),
+            (2, (&b"a"[..], &b"3"[..]), (&b"b"[..], &b"2"[..]))
+        );
+        let (at, kl, vl) = p.cell_span(1);
+        assert_eq!(&p.bytes()[at..at + kl + vl], b"b2");
+    }
+
+    #[test]
     fn prefetching_cells_changes_nothing_for_any_slot_range() {
         let mut p = Page::new(4096, 7, Kind::Leaf);
         for i in 0..20u32 {
