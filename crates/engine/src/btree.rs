@@ -340,7 +340,7 @@ pub(crate) fn pack(pairs: &[(Vec<u8>, Vec<u8>)]) -> (Arc<[u8]>, Vec<Span>) {
         buf.push(0);
         buf.extend_from_slice(v);
     }
-    debug_assert_eq!(buf.len(), len, "one allocation");
+    debug_assert_eq!(buf.len(), len, "the buffer sized once");
     let spans = pairs
         .iter()
         .zip(at)
