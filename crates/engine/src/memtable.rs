@@ -22,6 +22,8 @@ use std::ops::Bound;
 use std::sync::atomic::{self, AtomicUsize};
 use std::sync::{Arc, OnceLock};
 
+use crate::btree::{Pair, Span};
+
 /// Bytes a pair costs beyond its key and value: the set's share of a node
 /// (24 bytes an entry, nodes part full), the allocation's header and its
 /// reference counts.
@@ -450,8 +452,6 @@ impl<'a> Walk<'a> {
         }
     }
 }
-
-use crate::btree::{Pair, Span};
 
 #[cfg(test)]
 mod tests {
