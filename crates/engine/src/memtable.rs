@@ -62,11 +62,13 @@ fn change(b: &[u8]) -> Change<'_> {
     (key, (b[2 + kl] == PUT).then(|| &b[3 + kl..]))
 }
 
-/// The pair a put's slot holds, lent from it.
+/// The pair a put's slot holds, lent from it (the key at 2, the value
+/// past the tag, as [`change`] reads them).
 fn lent(b: &Arc<[u8]>) -> Pair<'_> {
-    let kl = usize::from(u16::from_le_bytes([b[0], b[1]]));
-    debug_assert_eq!(b[2 + kl], PUT, "a put's slot");
-    let span = Span::new(b, 2, kl, b.len() - 3 - kl);
+    let (key, value) = change(b);
+    let value = value.expect("a put's slot");
+    let span = Span::new(b, 2, key.len(), value.len());
+    debug_assert_eq!(span.value(b), value, "the span reads the slot's value");
     Pair { buf: b, span }
 }
 

@@ -54,10 +54,12 @@ impl Core {
             // A log short of room drains the memtable rather than carry it
             // into a new epoch: carried at every switch, the pairs would be
             // written again and again while the memtable grows.
-            if c.log_short(payload.len()).is_some() && !c.memtable.is_empty() {
+            let mut short = c.log_short(payload.len());
+            if short.is_some() && !c.memtable.is_empty() {
                 c.drain()?;
+                short = c.log_short(payload.len());
             }
-            if let Some(want) = c.log_short(payload.len()) {
+            if let Some(want) = short {
                 c.make_room(want)?;
             }
             c.disk.append(redo::REDO_RECORD, &payload)?;
