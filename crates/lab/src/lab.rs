@@ -1,6 +1,6 @@
 //! The lab: runs experiments, writes `results/`, and returns a summary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use flashkv_device::DeviceError;
 
@@ -175,6 +175,17 @@ impl Experiment {
         }
     }
 
+    /// Bytes its points may fill on disk at most, in scratch files in its
+    /// folder (a simulated SSD's data, up to its capacity): its points run
+    /// one at a time, so this much must be free when it starts.
+    pub fn scratch_bytes(self) -> Result<u64, LabError> {
+        Ok(match self {
+            Experiment::Hybrid => crate::hybrid::scratch_bytes()?,
+            Experiment::Placement => crate::placement::scratch_bytes()?,
+            _ => 0,
+        })
+    }
+
     /// Every point, then the report: what `flashkv lab EXP` does.
     pub fn run(self, opts: &LabOptions) -> Result<Section, LabError> {
         let outputs = self
@@ -215,14 +226,66 @@ pub enum LabError {
     /// A program the experiment runs failed.
     #[error("{0}")]
     Run(String),
+    /// Too little free space for an experiment's scratch files: found
+    /// before any point runs.
+    #[error(
+        "{}: {free} bytes free, but the {experiment} experiment may fill up to {need} bytes there \
+         with a simulated drive's data: free some space, choose another --out, or leave {experiment} out",
+        dir.display()
+    )]
+    NoRoom {
+        dir: PathBuf,
+        free: u64,
+        need: u64,
+        experiment: &'static str,
+    },
     /// Ctrl-C or SIGTERM during a run that stops what it started.
     #[error("interrupted: everything the run started was stopped and removed")]
     Interrupted,
 }
 
+/// Checks, before anything runs, that the file system holding `out` has
+/// room for the scratch files of each of `experiments` (they run one at a
+/// time, each removing its own): a run that would run out of space fails
+/// now, not after the experiments before it.
+pub fn check_room(experiments: &[Experiment], out: &Path) -> Result<(), LabError> {
+    // `out` may not exist yet: its nearest existing ancestor's file system.
+    let dir = out
+        .ancestors()
+        .find(|d| d.exists())
+        .unwrap_or(Path::new("."));
+    let mut free = None;
+    for &e in experiments {
+        let need = e.scratch_bytes()?;
+        if need == 0 {
+            continue;
+        }
+        let free = match free {
+            Some(f) => f,
+            None => *free.insert(flashkv_device::free_space(dir)?),
+        };
+        room_for(e, need, free, out)?;
+    }
+    Ok(())
+}
+
+/// `experiment`'s scratch files, `need` bytes, against `free` bytes in `out`.
+fn room_for(experiment: Experiment, need: u64, free: u64, out: &Path) -> Result<(), LabError> {
+    match free >= need {
+        true => Ok(()),
+        false => Err(LabError::NoRoom {
+            dir: out.to_path_buf(),
+            free,
+            need,
+            experiment: experiment.name(),
+        }),
+    }
+}
+
 /// Runs `experiments`, each into its folder with its part of the summary,
 /// then writes `summary.md` and `index.html` from every part present.
 pub fn run(experiments: &[Experiment], opts: &LabOptions) -> Result<Vec<Section>, LabError> {
+    check_room(experiments, &opts.out)?;
     let info = RunInfo::now(opts.quick, opts.seed);
     write_results(opts, &info, experiments, |e| e.run(opts))
 }
@@ -278,5 +341,41 @@ mod tests {
         }
         assert!(Experiment::KNOWN.contains(&Experiment::Pgbench));
         assert!(!Experiment::ALL.contains(&Experiment::Pgbench));
+    }
+
+    /// The experiments that keep a simulated SSD's data in a scratch file
+    /// say how much it may fill (the SSD's capacity), the rest nothing; a
+    /// run is refused up front, naming the experiment, where that much is
+    /// not free.
+    #[test]
+    fn a_run_without_room_for_its_scratch_files_is_refused_up_front() {
+        let ssd = flashkv_device::presets::get("ssd-lowend").unwrap().capacity;
+        assert_eq!(Experiment::Hybrid.scratch_bytes().unwrap(), ssd);
+        let x25m = flashkv_device::presets::get("ssd-x25m").unwrap().capacity;
+        assert_eq!(Experiment::Placement.scratch_bytes().unwrap(), x25m);
+        let with_scratch: Vec<_> = Experiment::KNOWN
+            .into_iter()
+            .filter(|e| e.scratch_bytes().unwrap() > 0)
+            .collect();
+        assert_eq!(with_scratch, [Experiment::Hybrid, Experiment::Placement]);
+
+        let out = Path::new("results");
+        assert!(room_for(Experiment::Hybrid, ssd, ssd, out).is_ok());
+        let e = room_for(Experiment::Hybrid, ssd, ssd - 1, out).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, LabError::NoRoom { need, free, .. } if need == ssd && free == ssd - 1));
+        for part in [
+            "results:",
+            &format!("{} bytes free", ssd - 1),
+            &ssd.to_string(),
+            "hybrid experiment",
+            "--out",
+        ] {
+            assert!(msg.contains(part), "{part:?} in {msg:?}");
+        }
+        // Experiments without scratch files ask nothing of the file system,
+        // not even that `out` exist.
+        let missing = Path::new("/nonexistent/flashkv/results");
+        check_room(&[Experiment::Advisor, Experiment::Buffer], missing).unwrap();
     }
 }

@@ -115,9 +115,19 @@ pub fn run(
     shard: Shard,
     opts: &LabOptions,
 ) -> Result<(ShardFile, PathBuf), LabError> {
+    let all = plan(experiments, opts.quick);
+    let held: Vec<Experiment> = experiments
+        .iter()
+        .copied()
+        .filter(|&e| {
+            all.iter()
+                .enumerate()
+                .any(|(k, (x, _))| *x == e && shard.holds(k))
+        })
+        .collect();
+    lab::check_room(&held, &opts.out)?;
     fs::create_dir_all(&opts.out).map_err(|e| LabError::Output(opts.out.clone(), e))?;
     let info = RunInfo::now(opts.quick, opts.seed);
-    let all = plan(experiments, opts.quick);
     let mut done = Vec::new();
     for (k, (e, p)) in all.iter().enumerate().filter(|(k, _)| shard.holds(*k)) {
         debug_assert!(shard.holds(k));

@@ -74,7 +74,7 @@ pub fn seed_policy() -> flashkv_hybrid::Options {
 /// `ssd-lowend` as the SSD, the log on a disk of its own, no promotion,
 /// and the engine's defaults (its background writer on).
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
-    let (ssd, policy) = (presets::get("ssd-lowend")?, seed_policy());
+    let (ssd, policy) = (presets::get(super::SSD)?, seed_policy());
     let setup = Setup {
         ssd: &ssd,
         policy: &policy,

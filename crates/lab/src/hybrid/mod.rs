@@ -267,6 +267,14 @@ pub fn points(quick: bool) -> Vec<Point> {
     points::grid(ps.into_iter().map(|p| (p.id(), p)))
 }
 
+/// The SSD every hybrid point runs on: the low-end drive of seed 003.
+const SSD: &str = "ssd-lowend";
+
+/// Bytes a point's scratch file may fill: the hybrid's SSD, whole.
+pub(crate) fn scratch_bytes() -> Result<u64, LabError> {
+    Ok(presets::get(SSD)?.capacity)
+}
+
 /// Runs one configuration; the hybrid's SSD keeps its data in an unlinked
 /// scratch file in the experiment's folder.
 pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
@@ -283,7 +291,7 @@ pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError>
         "hybrid: TPC-C-like on {}, seed {seed}",
         p.config.name()
     ));
-    let lowend = presets::get("ssd-lowend")?;
+    let lowend = presets::get(SSD)?;
     let policy = flashkv_hybrid::Options {
         promote: p.promote,
         idle_threshold_ns: p.idle_threshold_ns,

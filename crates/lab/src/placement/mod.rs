@@ -294,6 +294,12 @@ fn timers(p: &PointParams) -> Result<(Timers, Option<f64>), LabError> {
     })
 }
 
+/// Bytes a point's scratch file may fill: the hybrid's SSD, whole (a
+/// point that sizes it smaller fills less).
+pub(crate) fn scratch_bytes() -> Result<u64, LabError> {
+    Ok(flashkv_device::presets::get(SSD)?.capacity)
+}
+
 /// Runs one point.
 pub fn run_point(params: &Params, opts: &LabOptions) -> Result<Output, LabError> {
     let p: PointParams = points::parse("placement", params)?;
