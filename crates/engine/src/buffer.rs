@@ -463,8 +463,10 @@ impl BufferPool {
         self.frames.get(&id).map(|f| &f.page)
     }
 
-    /// Records that a shared reader used `pages` (all resident); false,
-    /// recording nothing, when too many uses wait for the policy already.
+    /// Records that a shared reader used `pages` (all resident): in their
+    /// frames' bits, for a policy that reads them (always room); else in
+    /// the thread's uses, false, recording nothing, when too many uses wait
+    /// for the policy already.
     /// Once the thread's uses reach [`HAND_OVER`], gives them to the policy
     /// if no other reader is doing so (else they wait for the next reader
     /// or exclusive lock): readers hand their uses over in small batches,
@@ -637,6 +639,10 @@ impl BufferPool {
             Some(old) => {
                 self.index_pages =
                     self.index_pages + usize::from(index) - usize::from(is_index(&old));
+                // The page's image changed, not its use: its bit stays.
+                if old.used.get() {
+                    self.frames[&id].used.set();
+                }
                 self.use_page(id);
             }
             None => {
