@@ -118,13 +118,13 @@ class Db:
         create: bool = True,
         read_only: bool = False,
         buffer_pages: Optional[int] = None,
-        policy: str = "lru",
+        policy: str = "clock",
         wal: bool = True,
         sync: bool = False,
         max_size: Optional[Size] = None,
     ) -> "Db":
         """A file is made into a store if missing or empty (unless
-        ``create=False``); a Device if blank. ``policy``: lru, clock, cflru,
+        ``create=False``); a Device if blank. ``policy``: clock (the engine's default), lru, cflru,
         cfdc, lru-wsr, fab, arc."""
     def get(self, key: Bytes) -> Optional[bytes]: ...
     def put(self, key: Bytes, value: Bytes) -> None: ...

@@ -94,7 +94,7 @@ impl Db {
     /// Opens a store in a file (made if missing or empty, unless
     /// create=False) or on a `Device` (made if the device is blank).
     #[staticmethod]
-    #[pyo3(signature = (target, *, store=None, create=true, read_only=false, buffer_pages=None, policy="lru", wal=true, sync=false, max_size=None))]
+    #[pyo3(signature = (target, *, store=None, create=true, read_only=false, buffer_pages=None, policy="clock", wal=true, sync=false, max_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         py: Python<'_>,

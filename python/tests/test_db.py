@@ -85,7 +85,7 @@ def test_batches_commit_atomically_or_not_at_all():
     with pytest.raises(flashkv.StoreError, match="already committed"):
         b.put("e", "5")
     s = db.stats()
-    assert s["commits"] == 3 and s["policy"] == "lru"  # put, batch, batch: the abandoned one never committed
+    assert s["commits"] == 3 and s["policy"] == "clock"  # put, batch, batch: the abandoned one never committed
     db.checkpoint()
     assert db.stats()["checkpoints"] == s["checkpoints"] + 1
     db.close()

@@ -14,14 +14,16 @@
 //! a store that overwrites pages logs their images just before writing
 //! them back, and the log keeps room for that many.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::io::Disk;
-use crate::page::{Kind, Op, Page, PageId};
+use crate::page::{Kind, Op, Page, PageId, NO_PAGE};
 use crate::policy::{FrameInfo, FrameView, Policy};
 use crate::redo;
 use crate::store::PageStore;
@@ -41,6 +43,39 @@ pub(crate) struct Frame {
     pub pinned: bool,
     /// Log record (count of appends) holding the latest image of the page.
     pub lsn: u64,
+    /// Used since the policy last looked (a policy that reads the bits:
+    /// [`Policy::reads_bits`]).
+    pub used: UseBit,
+}
+
+/// A frame's reference bit. Readers sharing the store set it, so it is
+/// atomic; it is cleared only under the exclusive lock, by the policy.
+#[derive(Debug, Default)]
+pub(crate) struct UseBit(AtomicBool);
+
+impl Clone for UseBit {
+    fn clone(&self) -> Self {
+        UseBit(AtomicBool::new(self.get()))
+    }
+}
+
+impl UseBit {
+    /// Sets the bit, storing only if it was clear: readers on several
+    /// cores using a hot page (the root) then only read its frame's line,
+    /// never pass it back and forth.
+    fn set(&self) {
+        if !self.get() {
+            self.0.store(true, Relaxed);
+        }
+    }
+
+    fn get(&self) -> bool {
+        self.0.load(Relaxed)
+    }
+
+    fn clear(&self) {
+        self.0.store(false, Relaxed);
+    }
 }
 
 impl Frame {
@@ -176,6 +211,21 @@ const MAX_SHARED_USES: usize = 4096;
 /// thirteen, and the ranges' p99 was 2–3× their p50 (docs/benchmarks.md).
 const HAND_OVER: usize = 16;
 
+/// Pools get distinct numbers, for [`repeated_use`].
+static POOLS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The pool (its number) and page the calling thread used last.
+    static LAST_USE: Cell<(u64, PageId)> = const { Cell::new((u64::MAX, NO_PAGE)) };
+}
+
+/// Whether the calling thread's last use in pool `pool` was of `page`,
+/// which it now uses: the same use, as the B-tree fetches a page and then
+/// reads it.
+fn repeated_use(pool: u64, page: PageId) -> bool {
+    LAST_USE.with(|c| c.replace((pool, page)) == (pool, page))
+}
+
 /// The policy, reached with exclusive access (no lock taken).
 fn policy_of(m: &mut Mutex<Box<dyn Policy>>) -> &mut dyn Policy {
     m.get_mut().unwrap_or_else(|e| e.into_inner()).as_mut()
@@ -205,6 +255,11 @@ pub(crate) struct BufferPool {
     /// reach [`HAND_OVER`] gives them to it if no other reader holds it.
     policy: Mutex<Box<dyn Policy>>,
     policy_name: &'static str,
+    /// The policy reads the frames' use bits ([`Policy::reads_bits`]):
+    /// uses set them and never reach it.
+    bits: bool,
+    /// This pool's number, for [`repeated_use`].
+    number: u64,
     pub stats: BufferStats,
     /// State of each page before the running batch first changed it, to
     /// roll the batch back.
@@ -241,6 +296,14 @@ fn is_index(f: &Frame) -> bool {
 }
 
 impl FrameView for View<'_> {
+    fn referenced(&self, page: PageId) -> bool {
+        self.frames.get(&page).is_some_and(|f| f.used.get())
+    }
+    fn clear_reference(&self, page: PageId) {
+        if let Some(f) = self.frames.get(&page) {
+            f.used.clear();
+        }
+    }
     fn info(&self, page: PageId) -> Option<FrameInfo> {
         self.frames.get(&page).map(|f| FrameInfo {
             page,
@@ -275,6 +338,8 @@ impl BufferPool {
             changes: HashMap::default(),
             capacity: capacity.max(1),
             policy_name: policy.name(),
+            bits: policy.reads_bits(),
+            number: POOLS.fetch_add(1, Relaxed),
             policy: Mutex::new(policy),
             stats: BufferStats::default(),
             undo: HashMap::default(),
@@ -398,8 +463,10 @@ impl BufferPool {
         self.frames.get(&id).map(|f| &f.page)
     }
 
-    /// Records that a shared reader used `pages` (all resident); false,
-    /// recording nothing, when too many uses wait for the policy already.
+    /// Records that a shared reader used `pages` (all resident): in their
+    /// frames' bits, for a policy that reads them (always room); else in
+    /// the thread's uses, false, recording nothing, when too many uses wait
+    /// for the policy already.
     /// Once the thread's uses reach [`HAND_OVER`], gives them to the policy
     /// if no other reader is doing so (else they wait for the next reader
     /// or exclusive lock): readers hand their uses over in small batches,
@@ -407,6 +474,14 @@ impl BufferPool {
     pub fn note_shared(&self, pages: &[PageId]) -> bool {
         let shard = &self.shared[use_shard()];
         let mut s = shard.lock().unwrap_or_else(|e| e.into_inner());
+        if self.bits {
+            s.hits += pages.len() as u64;
+            drop(s);
+            for &id in pages {
+                self.mark_used(id, &self.frames[&id]);
+            }
+            return true;
+        }
         if s.pages.len() + pages.len() > MAX_SHARED_USES {
             return false;
         }
@@ -423,6 +498,24 @@ impl BufferPool {
             }
         }
         true
+    }
+
+    /// Records a use of resident page `id` in its frame `f`, for a policy
+    /// that reads the bits: a page used twice in a row (by one thread) is
+    /// used once.
+    fn mark_used(&self, id: PageId, f: &Frame) {
+        debug_assert!(self.bits, "the policy reads use bits");
+        if !repeated_use(self.number, id) {
+            f.used.set();
+        }
+    }
+
+    /// A use of resident page `id`, for the policy.
+    fn use_page(&mut self, id: PageId) {
+        match self.bits {
+            true => self.mark_used(id, &self.frames[&id]),
+            false => self.policy().access(id),
+        }
     }
 
     /// Gives the policy the uses shared readers recorded, each thread's in
@@ -490,7 +583,7 @@ impl BufferPool {
     ) -> Result<&mut Frame> {
         if self.frames.contains_key(&id) {
             self.stats.hits += 1;
-            self.policy().access(id);
+            self.use_page(id);
         } else {
             self.stats.misses += 1;
             self.make_room(store, disk)?;
@@ -538,6 +631,7 @@ impl BufferPool {
             records: 0,
             pinned,
             lsn: 0,
+            used: UseBit::default(),
         };
         let index = is_index(&f);
         debug_assert_eq!(f.page.id(), id, "a frame holds its own page");
@@ -545,11 +639,17 @@ impl BufferPool {
             Some(old) => {
                 self.index_pages =
                     self.index_pages + usize::from(index) - usize::from(is_index(&old));
-                self.policy().access(id);
+                // The page's image changed, not its use: its bit stays.
+                if old.used.get() {
+                    self.frames[&id].used.set();
+                }
+                self.use_page(id);
             }
             None => {
                 self.index_pages += usize::from(index);
                 self.policy().admit(id);
+                // Loading a page is its use: the read that follows is the same.
+                repeated_use(self.number, id);
             }
         }
         self.note(id);

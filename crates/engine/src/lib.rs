@@ -5,8 +5,9 @@
 //! * [`Db`]: `get` / `put` / `delete` / `update` / `insert_auto` / ordered
 //!   `scan` both ways / atomic [`WriteBatch`] / `flush`.
 //! * A B+-tree whose nodes are slotted pages (module `btree`, `page`).
-//! * A buffer pool with a pluggable replacement [`Policy`] ([`Lru`] by
-//!   default; CLOCK, CFLRU, CFDC, LRU-WSR, FAB and ARC in [`policies`]).
+//! * A buffer pool with a pluggable replacement [`Policy`] (CLOCK,
+//!   [`policies::Clock`], by default; seed 001's [`Lru`], CFLRU, CFDC,
+//!   LRU-WSR, FAB and ARC in [`policies`]).
 //! * A page store chosen in [`Options`]: [`StoreKind::InPlace`] or
 //!   [`StoreKind::InPageLogging`] (erase units of data pages + log sectors,
 //!   "bomb" pages, out-of-place merges).

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::error::{invalid, Result};
-use crate::policy::{Lru, Policy};
+use crate::policies::Clock;
+use crate::policy::Policy;
 
 /// How in-page logging divides an erase unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,7 +299,7 @@ impl Default for Options {
             store: None,
             page_size: None,
             pool: Pool::Bytes(default_cache()),
-            policy: Arc::new(|_| Box::new(Lru::default())),
+            policy: Arc::new(|_| Box::new(Clock::default())),
             wal_size: None,
             sync: false,
             writer: true,
@@ -400,7 +401,12 @@ impl OptionsBuilder {
     }
 
     /// The buffer replacement policy ([`crate::policy_by_name`] makes the
-    /// built-in ones). Default: [`crate::Lru`].
+    /// built-in ones). Default: CLOCK ([`crate::policies::Clock`]), as
+    /// PostgreSQL's clock sweep: a hit sets a bit in the page's frame, so
+    /// readers record hits with no lock and no list to move, where LRU
+    /// moves the page in a list under a lock (measured in
+    /// docs/benchmarks.md, "CLOCK by default"). The lab's stores set
+    /// [`crate::Lru`], the seeds' policy.
     pub fn policy(mut self, factory: PolicyFactory) -> Self {
         self.0.policy = factory;
         self

@@ -27,6 +27,11 @@ pub trait FrameView {
     fn evictable(&self, page: PageId) -> bool;
     /// Resident dirty, evictable pages of `unit`.
     fn dirty_in_unit(&self, unit: u64) -> Vec<PageId>;
+    /// Whether `page`'s reference bit is set: it was used since the bit
+    /// was last cleared (for a policy that [`Policy::reads_bits`]).
+    fn referenced(&self, page: PageId) -> bool;
+    /// Clears `page`'s reference bit.
+    fn clear_reference(&self, page: PageId);
 }
 
 /// A buffer replacement policy.
@@ -35,8 +40,17 @@ pub trait Policy: Send + Sync {
     fn name(&self) -> &'static str;
     /// `page` entered the pool.
     fn admit(&mut self, page: PageId);
-    /// `page` was used (read or written) while resident.
+    /// `page` was used (read or written) while resident. Not called for
+    /// a policy that [`Policy::reads_bits`].
     fn access(&mut self, page: PageId);
+    /// Whether the policy learns of uses from the frames' reference bits
+    /// ([`FrameView::referenced`]) instead of [`Policy::access`]: a use then
+    /// sets a bit in the page's frame, taking no lock and touching no list,
+    /// so readers on any number of threads record uses for free. A page
+    /// used twice in a row by one thread (fetched, then read) is used once.
+    fn reads_bits(&self) -> bool {
+        false
+    }
     /// `page` left the pool.
     fn forget(&mut self, page: PageId);
     /// A clean resident `page` was modified (write-aware policies such as
@@ -100,6 +114,10 @@ mod tests {
         fn dirty_in_unit(&self, _: u64) -> Vec<PageId> {
             Vec::new()
         }
+        fn referenced(&self, _: PageId) -> bool {
+            false
+        }
+        fn clear_reference(&self, _: PageId) {}
     }
 
     #[test]

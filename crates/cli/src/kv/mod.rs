@@ -65,7 +65,7 @@ pub struct KvArgs {
     #[arg(long, value_name = "PAGES")]
     buffer: Option<usize>,
     /// Buffer replacement policy.
-    #[arg(long, default_value = "lru",
+    #[arg(long, default_value = "clock",
           value_parser = clap::builder::PossibleValuesParser::new(flashkv_engine::POLICY_NAMES))]
     policy: String,
     /// How keys are written in arguments, output and imports (see `kv --help`).

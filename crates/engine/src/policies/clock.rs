@@ -2,9 +2,17 @@
 //! with a reference bit that a hit sets. The hand passes pages whose bit is
 //! set, clearing it, and evicts the first page whose bit is clear. An LRU
 //! approximation without list moves on hits, as buffer managers use it.
-//! A request for the page requested just before is the same use (the
-//! B+-tree asks for a page again right after fetching it): otherwise every
-//! page would have its bit set on loading and CLOCK would be FIFO.
+//! The bits live in the pool's frames ([`Policy::reads_bits`]): a hit sets
+//! its frame's bit and never reaches the policy, so readers on several
+//! threads record hits without a lock. A request for the page requested
+//! just before is the same use (the B+-tree asks for a page again right
+//! after fetching it): otherwise every page would have its bit set on
+//! loading and CLOCK would be FIFO.
+//!
+//! Wrapped in a policy that does not read bits (the lab's, which counts
+//! the uses it passes on), CLOCK gets its uses through [`Policy::access`]
+//! instead and keeps their bits itself, with the same rule; the hand reads
+//! both.
 
 use std::collections::HashSet;
 
@@ -18,8 +26,9 @@ pub struct Clock {
     /// The circle, starting at the hand: a page given a second chance goes
     /// behind the hand, i.e. to the end.
     ring: Recency,
+    /// Bits of the uses that came through [`Policy::access`].
     referenced: HashSet<PageId>,
-    /// The page requested last.
+    /// The page requested last, of those.
     last: Option<PageId>,
 }
 
@@ -36,6 +45,9 @@ impl Policy for Clock {
             self.referenced.insert(page);
         }
     }
+    fn reads_bits(&self) -> bool {
+        true
+    }
     fn forget(&mut self, page: PageId) {
         let was = self.ring.remove(page);
         debug_assert!(was, "page {page} was on the circle");
@@ -45,14 +57,19 @@ impl Policy for Clock {
         // Two turns at most: the first clears every bit it passes.
         for _ in 0..2 {
             let mut passed = Vec::new();
-            let found = self.ring.iter().filter(|&p| frames.evictable(p)).find(|p| {
-                let second_chance = self.referenced.contains(p);
-                if second_chance {
-                    passed.push(*p);
-                }
-                !second_chance
-            });
+            let found = self
+                .ring
+                .iter()
+                .filter(|&p| frames.evictable(p))
+                .find(|&p| {
+                    let second_chance = frames.referenced(p) || self.referenced.contains(&p);
+                    if second_chance {
+                        passed.push(p);
+                    }
+                    !second_chance
+                });
             for p in passed {
+                frames.clear_reference(p);
                 self.referenced.remove(&p);
                 self.ring.touch(p);
             }
@@ -80,6 +97,42 @@ mod tests {
         let mut c = Clock::default();
         let (victims, _) = run(&mut c, 3, 4, &refs("r1 r2 r3 r1 r2 r4 r5"));
         assert_eq!(victims, vec![3, 1]);
+    }
+
+    /// CLOCK inside a policy that does not read bits (the lab's counting
+    /// wrapper): its uses come through `access`.
+    struct Wrapped(Clock);
+
+    impl Policy for Wrapped {
+        fn name(&self) -> &'static str {
+            self.0.name()
+        }
+        fn admit(&mut self, page: PageId) {
+            self.0.admit(page)
+        }
+        fn access(&mut self, page: PageId) {
+            self.0.access(page)
+        }
+        fn forget(&mut self, page: PageId) {
+            self.0.forget(page)
+        }
+        fn victim(&mut self, frames: &dyn FrameView) -> Option<PageId> {
+            self.0.victim(frames)
+        }
+    }
+
+    #[test]
+    fn uses_through_access_choose_the_victims_bits_do() {
+        for s in [
+            "r1 r2 r3 r1 r2 r4 r5",
+            "r1 r1 r2 r3 r4",
+            "r1 r2 r1 r3 r2 r4 r1 r5 r6 r2 r7 r1 r1 r8 r3 r9",
+        ] {
+            let (bits, _) = run(&mut Clock::default(), 3, 4, &refs(s));
+            let (through, _) = run(&mut Wrapped(Clock::default()), 3, 4, &refs(s));
+            assert!(!bits.is_empty(), "{s}: pages were evicted");
+            assert_eq!(bits, through, "{s}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! | name | policy |
 //! |---|---|
 //! | `lru` | [`crate::Lru`]: seed 001's clock-counter LRU |
-//! | `clock` | [`Clock`]: second chance (Corbató 1968) |
+//! | `clock` | [`Clock`]: second chance (Corbató 1968), the engine's default |
 //! | `cflru` | [`Cflru`]: clean-first LRU (Park et al. 2006) |
 //! | `cfdc` | [`Cfdc`]: clean-first, dirty-clustered (Ou, Härder, Jin 2009) |
 //! | `lru-wsr` | [`LruWsr`]: LRU with write sequence reordering (Jung et al. 2008) |
@@ -215,6 +215,7 @@ mod tests {
                 dirty: [0, 1].into(),
                 pinned: [0, 1, 3].into(),
                 per_unit: 2,
+                referenced: Default::default(),
             };
             for page in 0..4 {
                 p.admit(page);
@@ -230,6 +231,7 @@ mod tests {
 pub(crate) mod sim {
     //! A tiny buffer pool for pinning policies' choices on reference strings.
 
+    use std::cell::RefCell;
     use std::collections::{BTreeSet, HashSet};
 
     use crate::page::PageId;
@@ -241,6 +243,8 @@ pub(crate) mod sim {
         pub dirty: HashSet<PageId>,
         pub pinned: HashSet<PageId>,
         pub per_unit: u64,
+        /// Reference bits, as the pool's frames keep them.
+        pub referenced: RefCell<HashSet<PageId>>,
     }
 
     impl FrameView for Fake {
@@ -265,6 +269,12 @@ pub(crate) mod sim {
             v.sort_unstable();
             v
         }
+        fn referenced(&self, page: PageId) -> bool {
+            self.referenced.borrow().contains(&page)
+        }
+        fn clear_reference(&self, page: PageId) {
+            self.referenced.borrow_mut().remove(&page);
+        }
     }
 
     /// Runs references (`'r'`/`'w'`, page) through a pool of `cap` frames;
@@ -280,11 +290,21 @@ pub(crate) mod sim {
             dirty: HashSet::new(),
             pinned: HashSet::new(),
             per_unit,
+            referenced: RefCell::default(),
         };
         let (mut victims, mut written) = (Vec::new(), Vec::new());
+        // The page used last: using it again is the same use, as the pool
+        // has it for policies that read its bits.
+        let mut last = None;
         for &(op, page) in refs {
             if f.resident.contains(&page) {
-                p.access(page);
+                match p.reads_bits() {
+                    true if last != Some(page) => {
+                        f.referenced.get_mut().insert(page);
+                    }
+                    true => {}
+                    false => p.access(page),
+                }
             } else {
                 if f.resident.len() == cap {
                     let v = p.victim(&f).expect("a victim");
@@ -302,12 +322,14 @@ pub(crate) mod sim {
                         written.extend(g);
                     }
                     f.resident.remove(&v);
+                    f.referenced.get_mut().remove(&v);
                     p.forget(v);
                     victims.push(v);
                 }
                 f.resident.insert(page);
                 p.admit(page);
             }
+            last = Some(page);
             if op == 'w' {
                 f.dirty.insert(page);
             }

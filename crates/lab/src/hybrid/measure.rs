@@ -24,6 +24,7 @@ fn load(
     seed: u64,
 ) -> Result<(Devices, u64), LabError> {
     let opts = Options::builder()
+        .policy(crate::seed_policy())
         .page_size(PAGE)
         .buffer_pages(1 << 16)
         .writer(false)
@@ -132,6 +133,7 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
     let opts = Options::builder()
+        .policy(crate::seed_policy())
         .buffer_pages(buffer)
         .writer(setup.writer)
         .sync(true)
