@@ -1,5 +1,5 @@
 //! Issues 7, 13 and 24's OLTP must-hold, in the seed's configuration (the
-//! log on a disk of its own, the engine's defaults, the hybrid with the
+//! log on a disk of its own, the engine's defaults (LRU for the policy), the hybrid with the
 //! crate's flush policy and without promotion, its write-back charged), at
 //! a small scale over ten seeds.
 

@@ -754,7 +754,7 @@ fn summary(size: Size, p: &Parts) -> String {
     let db_mb = p.runs.first().map_or(0.0, |r| r.1.db_bytes as f64 / 1e6);
     format!(
         "Scale: {} warehouse(s), {} customers per district, {} items ({db_mb:.0} MB of 8 KiB pages), buffer {:.0} % of the database's pages; {} transactions measured after {} of warm-up, for each of the seeds.\n\
-         The seed's configuration: data on the device under test, the database's log on an `hdd-7200` of its own, the engine's defaults (its background writer on), the hybrid with the crate's default flush policy (docs/hybrid.md says why) and without read promotion, and its write-back still owed at the end charged to its time.\n\
+         The seed's configuration: data on the device under test, the database's log on an `hdd-7200` of its own, the engine's defaults (its background writer on) but for LRU, the seeds' replacement policy, the hybrid with the crate's default flush policy (docs/hybrid.md says why) and without read promotion, and its write-back still owed at the end charged to its time.\n\
          {}\nSSD read hit in the hybrid: {:.2} mean (seed 0.48).\n{}{}{}{}{}",
         size.scale.warehouses,
         size.scale.customers,
