@@ -1,7 +1,7 @@
 //! Issues 7, 13 and 24's OLTP must-hold, in the seed's configuration (the
-//! log on a disk of its own, the engine's defaults (LRU for the policy), the hybrid with the
-//! crate's flush policy and without promotion, its write-back charged), at
-//! a small scale over ten seeds.
+//! log on a disk of its own, the engine's defaults but for LRU, the hybrid
+//! with the crate's flush policy and without promotion, its write-back
+//! charged), at a small scale over ten seeds.
 
 use flashkv_lab::hybrid::{measure, measure_on, seed_policy, Config, Run, Setup, Size, Spread};
 use flashkv_lab::oltp::Scale;
