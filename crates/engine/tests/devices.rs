@@ -48,8 +48,8 @@ fn every_device_kind() {
     }
 }
 
-/// Seed 001's setting on raw NAND: a one-page buffer, the index in memory,
-/// no write-ahead log. Loading keys in order (hypothesis 1.2) erases nothing
+/// Seed 001's setting on raw NAND: a one-page buffer under its LRU, the
+/// index in memory, no write-ahead log. Loading keys in order (hypothesis 1.2) erases nothing
 /// but the first page's unit; random updates (hypothesis 3) cost the
 /// in-place store an erase each and in-page logging far fewer.
 #[test]
@@ -62,6 +62,7 @@ fn seed_style_counts_on_raw_nand() {
         let opts = Options::builder()
             .store(kind)
             .buffer_pages(1)
+            .policy(flashkv_engine::policy_by_name("lru").unwrap())
             .lab(LabOptions {
                 wal: false,
                 index_in_memory: true,
