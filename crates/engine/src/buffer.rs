@@ -648,8 +648,10 @@ impl BufferPool {
             None => {
                 self.index_pages += usize::from(index);
                 self.policy().admit(id);
-                // Loading a page is its use: the read that follows is the same.
-                repeated_use(self.number, id);
+                if self.bits {
+                    // Loading a page is its use: the read that follows is the same.
+                    repeated_use(self.number, id);
+                }
             }
         }
         self.note(id);

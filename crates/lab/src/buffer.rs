@@ -115,7 +115,7 @@ fn value(k: u64, version: u64) -> Vec<u8> {
 /// no write-ahead log.
 fn options(store: StoreKind, buffer_pages: usize) -> OptionsBuilder {
     Options::builder()
-        .policy(crate::seed_policy())
+        .policy(crate::seeds_lru())
         .store(store)
         .buffer_pages(buffer_pages)
         .lab(flashkv_engine::LabOptions {

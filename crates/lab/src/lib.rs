@@ -33,6 +33,7 @@ pub mod workload;
 /// The replacement policy the seeds' engines use, LRU (seed 001 §5.1.3),
 /// which the lab's stores set rather than take the engine's default
 /// (CLOCK): the seeds' figures are reproduced under the seeds' policy.
-pub(crate) fn seed_policy() -> flashkv_engine::PolicyFactory {
+/// (Not the hybrid's flush policy, `hybrid::measure::seed_policy`.)
+pub(crate) fn seeds_lru() -> flashkv_engine::PolicyFactory {
     std::sync::Arc::new(|_| Box::new(flashkv_engine::Lru::default()))
 }

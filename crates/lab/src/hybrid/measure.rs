@@ -24,7 +24,7 @@ fn load(
     seed: u64,
 ) -> Result<(Devices, u64), LabError> {
     let opts = Options::builder()
-        .policy(crate::seed_policy())
+        .policy(crate::seeds_lru())
         .page_size(PAGE)
         .buffer_pages(1 << 16)
         .writer(false)
@@ -73,7 +73,7 @@ pub fn seed_policy() -> flashkv_hybrid::Options {
 
 /// Runs the workload on one configuration as the seed set it up:
 /// `ssd-lowend` as the SSD, the log on a disk of its own, no promotion,
-/// and the engine's defaults (its background writer on).
+/// and the engine's defaults (its background writer on) but for LRU.
 pub fn measure(config: Config, size: Size, seed: u64) -> Result<Run, LabError> {
     let (ssd, policy) = (presets::get(super::SSD)?, seed_policy());
     let setup = Setup {
@@ -133,7 +133,7 @@ fn open(config: Config, size: Size, seed: u64, setup: Setup) -> Result<Bench, La
     };
     let buffer = ((pages as f64 * size.buffer_fraction) as usize).max(16);
     let opts = Options::builder()
-        .policy(crate::seed_policy())
+        .policy(crate::seeds_lru())
         .buffer_pages(buffer)
         .writer(setup.writer)
         .sync(true)

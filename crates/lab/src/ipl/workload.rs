@@ -65,7 +65,7 @@ impl Bed {
         let dev = flashkv_device::presets::open(self.device)?;
         // Seed 001's setting: the index in memory, no write-ahead log.
         let mut o = Options::builder()
-            .policy(crate::seed_policy())
+            .policy(crate::seeds_lru())
             .store(self.store)
             .buffer_pages(self.buffer_pages)
             .lab(flashkv_engine::LabOptions {

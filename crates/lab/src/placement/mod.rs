@@ -354,7 +354,7 @@ fn db_bytes(size: Size, seed: u64) -> Result<u64, LabError> {
     let db = flashkv_engine::Db::open(
         Box::new(dev),
         flashkv_engine::Options::builder()
-            .policy(crate::seed_policy())
+            .policy(crate::seeds_lru())
             .wal_size(run::WAL)
             .buffer_pages(1 << 16)
             .build()?,

@@ -290,7 +290,7 @@ fn load(
     });
     let opts = |frames: usize| {
         Options::builder()
-            .policy(crate::seed_policy())
+            .policy(crate::seeds_lru())
             .store(store(config))
             .wal_size(WAL)
             .buffer_pages(frames)
