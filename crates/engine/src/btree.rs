@@ -18,6 +18,8 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use serde::Serialize;
 
 use crate::buffer::BufferPool;
@@ -238,7 +240,7 @@ fn resident_leaf<'p>(
     meta: &Meta,
     key: Option<&[u8]>,
     rightmost: bool,
-    used: &mut Vec<PageId>,
+    used: &mut Used,
 ) -> Result<Option<&'p Page>> {
     let mut id = meta.root;
     for _ in 0..MAX_DEPTH {
@@ -351,7 +353,9 @@ pub(crate) fn pack(pairs: &[(Vec<u8>, Vec<u8>)]) -> (Arc<[u8]>, Vec<Span>) {
 
 /// A limited scan (see [`Tree::scan`]) when every page it takes is
 /// resident and every value is inline: its pairs, in scan order, lent
-/// from the pool; `None` sends it down the exclusive path. Records the
+/// from the pool, put in `out` (empty: a caller's buffer, on its stack for
+/// a short range, so a range allocates nothing here); `false` sends it
+/// down the exclusive path, `out` holding no telling what. Records the
 /// pages it used for the policy when it succeeds.
 pub(crate) fn scan_resident<'p>(
     pool: &'p BufferPool,
@@ -359,20 +363,21 @@ pub(crate) fn scan_resident<'p>(
     (lo, hi): (Bound<&[u8]>, Bound<&[u8]>),
     reverse: bool,
     limit: usize,
-) -> Result<Option<Vec<Pair<'p>>>> {
-    let mut used = Vec::with_capacity(8);
+    out: &mut Pairs<'p>,
+) -> Result<bool> {
+    debug_assert!(out.is_empty(), "a scan fills an empty buffer");
+    let mut used = Used::new();
     let start = match (reverse, lo, hi) {
         (false, Bound::Included(k) | Bound::Excluded(k), _) => Some(k),
         (true, _, Bound::Included(k) | Bound::Excluded(k)) => Some(k),
         _ => None,
     };
     let Some(mut leaf) = resident_leaf(pool, meta, start, reverse, &mut used)? else {
-        return Ok(None);
+        return Ok(false);
     };
     // The exclusive scan finds its first leaf, then reads it: two uses,
     // which policies that count them (ARC) must see the same way.
     used.push(leaf.id());
-    let mut out = Vec::with_capacity(limit.min(64));
     // Slots before the start key (after it, descending) are outside.
     let mut skip = start.map_or(0, |k| match (reverse, leaf.search(k)) {
         (false, Ok(i) | Err(i)) => i,
@@ -384,7 +389,7 @@ pub(crate) fn scan_resident<'p>(
     let mut started = false;
     loop {
         if leaf.kind() != Kind::Leaf || used.len() > MAX_SHARED_LEAVES {
-            return Ok(None);
+            return Ok(false);
         }
         let n = leaf.len();
         // The cells this leaf gives are loaded together: the scan then
@@ -396,7 +401,7 @@ pub(crate) fn scan_resident<'p>(
         }
         for j in std::mem::take(&mut skip)..n {
             if out.len() >= limit {
-                return Ok(pool.note_shared(&used).then_some(out));
+                return Ok(pool.note_shared(&used));
             }
             let i = if reverse { n - 1 - j } else { j };
             let (buf, (at, kl, vl)) = (leaf.image(), leaf.cell_span(i));
@@ -406,7 +411,7 @@ pub(crate) fn scan_resident<'p>(
                 true => !above(k, lo),
             };
             if past {
-                return Ok(pool.note_shared(&used).then_some(out));
+                return Ok(pool.note_shared(&used));
             }
             started = started
                 || match reverse {
@@ -416,7 +421,7 @@ pub(crate) fn scan_resident<'p>(
             if started {
                 // Overflow values go the exclusive way.
                 if vl == 0 || buf[at + kl] != 0 {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 let span = Span::new(buf, at, kl, vl - 1);
                 out.push(Pair { buf, span });
@@ -424,10 +429,10 @@ pub(crate) fn scan_resident<'p>(
         }
         let next = if reverse { leaf.prev() } else { leaf.next() };
         if next == NO_PAGE || out.len() >= limit {
-            return Ok(pool.note_shared(&used).then_some(out));
+            return Ok(pool.note_shared(&used));
         }
         let Some(p) = pool.peek(next) else {
-            return Ok(None);
+            return Ok(false);
         };
         used.push(next);
         leaf = p;
@@ -436,6 +441,14 @@ pub(crate) fn scan_resident<'p>(
 
 /// Leaves a shared scan walks before leaving the rest to the exclusive path.
 const MAX_SHARED_LEAVES: usize = 64;
+
+/// The pages a shared scan used: a short range's fit on the stack.
+type Used = SmallVec<[PageId; 8]>;
+
+/// The pairs a shared scan lends: a short range's fit on the stack, as
+/// most chunks a range reads are (the first is as long as the last
+/// range's take, often a few pairs).
+pub(crate) type Pairs<'p> = SmallVec<[Pair<'p>; 16]>;
 
 impl Tree<'_> {
     fn page(&mut self, id: PageId) -> Result<&Page> {

@@ -379,10 +379,14 @@ impl Page {
     pub fn prefetch_keys(&self, from: usize, to: usize) {
         for i in from..to.min(self.len()) {
             let (off, kl, vl) = self.cell(i);
-            let end = off + 4 + kl + vl.min(1);
-            for at in (off..end).step_by(64).chain([end - 1]) {
+            // The cell's lines from its first to its last byte read.
+            let last = off + 3 + kl + vl.min(1);
+            let mut at = off;
+            while at < last {
                 prefetch(&self.buf[at]);
+                at += 64;
             }
+            prefetch(&self.buf[last]);
         }
     }
 

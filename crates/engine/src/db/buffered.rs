@@ -129,34 +129,36 @@ impl Core {
         Ok(wait)
     }
 
-    /// At most `limit` pairs in `bounds` (descending if `reverse`), lent
-    /// from the pool and the memtable, when every page the scan takes is
-    /// resident (see [`btree::scan_resident`]); `None` sends it down the
-    /// exclusive path ([`Core::scan`]).
+    /// Puts in `out` (empty) at most `limit` pairs in `bounds` (descending
+    /// if `reverse`), lent from the pool and the memtable, when every page
+    /// the scan takes is resident (see [`btree::scan_resident`]); `false`
+    /// (`out` then holds no telling what) sends it down the exclusive path
+    /// ([`Core::scan`]).
     pub(super) fn scan_resident<'a>(
         &'a self,
         bounds: Bounds<'a>,
         reverse: bool,
         limit: usize,
-    ) -> Result<Option<Vec<Pair<'a>>>> {
+        out: &mut btree::Pairs<'a>,
+    ) -> Result<bool> {
         if self.memtable.is_empty() {
-            return btree::scan_resident(&self.pool, &self.meta, bounds, reverse, limit);
+            return btree::scan_resident(&self.pool, &self.meta, bounds, reverse, limit, out);
         }
-        let mut out = Vec::with_capacity(limit.min(64));
+        let mut tree = btree::Pairs::new();
         let mut near = None;
         loop {
             let b = after(bounds, reverse, near);
-            let Some(pairs) = btree::scan_resident(&self.pool, &self.meta, b, reverse, limit)?
-            else {
-                return Ok(None);
-            };
-            let ended = pairs.len() < limit;
+            tree.clear();
+            if !btree::scan_resident(&self.pool, &self.meta, b, reverse, limit, &mut tree)? {
+                return Ok(false);
+            }
+            let ended = tree.len() < limit;
             let left = limit - out.len();
             near = self
                 .memtable
-                .overlay(&pairs, ended, b, reverse, left, |p| out.push(p));
+                .overlay(&tree, ended, b, reverse, left, |p| out.push(p));
             if near.is_none() {
-                return Ok(Some(out));
+                return Ok(true);
             }
         }
     }

@@ -675,7 +675,8 @@ impl Db {
         let bounds = (range.start_bound(), range.end_bound());
         if limit != usize::MAX {
             let c = self.shared()?;
-            if let Some(pairs) = c.scan_resident(bounds, reverse, limit)? {
+            let mut pairs = btree::Pairs::new();
+            if c.scan_resident(bounds, reverse, limit, &mut pairs)? {
                 return Ok(f(&pairs));
             }
         }
