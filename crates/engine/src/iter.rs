@@ -24,9 +24,23 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use crate::btree::{self, Span};
 use crate::db::Db;
 use crate::error::Result;
+
+/// A bound's key, held in the range itself when short (no allocation).
+pub(crate) type Key = SmallVec<[u8; 32]>;
+
+/// The bound owning `b`'s key.
+pub(crate) fn owned(b: Bound<&[u8]>) -> Bound<Key> {
+    match b {
+        Bound::Included(k) => Bound::Included(Key::from_slice(k)),
+        Bound::Excluded(k) => Bound::Excluded(Key::from_slice(k)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
 
 /// Pairs fetched by a first chunk before any range was left early, and
 /// by the second chunk at least: short ranges read little ahead.
@@ -76,8 +90,8 @@ impl ReadAhead {
 /// [`Pair`]) until they are returned or the range is dropped.
 pub struct Range<'a> {
     db: &'a Db,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
+    lo: Bound<Key>,
+    hi: Bound<Key>,
     reverse: bool,
     /// The chunk's pairs not yet returned.
     pairs: VecDeque<Pair>,
@@ -88,7 +102,7 @@ pub struct Range<'a> {
 }
 
 impl<'a> Range<'a> {
-    pub(crate) fn new(db: &'a Db, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>, reverse: bool) -> Self {
+    pub(crate) fn new(db: &'a Db, lo: Bound<Key>, hi: Bound<Key>, reverse: bool) -> Self {
         Range {
             db,
             lo,
@@ -141,7 +155,7 @@ impl<'a> Range<'a> {
             // The bound's vector is reused: no allocation per chunk.
             let mut key = match std::mem::replace(near, Bound::Unbounded) {
                 Bound::Included(k) | Bound::Excluded(k) => k,
-                Bound::Unbounded => Vec::new(),
+                Bound::Unbounded => Key::new(),
             };
             key.clear();
             key.extend_from_slice(last.key());
@@ -250,7 +264,7 @@ impl Drop for Range<'_> {
     }
 }
 
-pub(crate) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+pub(crate) fn as_ref(b: &Bound<Key>) -> Bound<&[u8]> {
     match b {
         Bound::Included(k) => Bound::Included(k),
         Bound::Excluded(k) => Bound::Excluded(k),
@@ -259,8 +273,8 @@ pub(crate) fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 /// The least key greater than every key starting with `prefix`, if any.
-pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
-    let mut end = prefix.to_vec();
+pub(crate) fn prefix_end(prefix: &[u8]) -> Bound<Key> {
+    let mut end = Key::from_slice(prefix);
     while let Some(last) = end.pop() {
         if last < u8::MAX {
             end.push(last + 1);
@@ -392,8 +406,8 @@ mod tests {
 
     #[test]
     fn prefix_end_is_the_next_prefix() {
-        assert_eq!(prefix_end(b"ab"), Bound::Excluded(b"ac".to_vec()));
-        assert_eq!(prefix_end(b"a\xff"), Bound::Excluded(b"b".to_vec()));
+        assert_eq!(prefix_end(b"ab"), Bound::Excluded(Key::from_slice(b"ac")));
+        assert_eq!(prefix_end(b"a\xff"), Bound::Excluded(Key::from_slice(b"b")));
         assert_eq!(prefix_end(b"\xff\xff"), Bound::Unbounded);
         assert_eq!(prefix_end(b""), Bound::Unbounded);
     }

@@ -3,7 +3,9 @@
 //! the end is a bug and panics on the slice bound.
 
 pub(crate) fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_le_bytes([b[o], b[o + 1]])
+    let mut a = [0u8; 2];
+    a.copy_from_slice(&b[o..o + 2]);
+    u16::from_le_bytes(a)
 }
 
 pub(crate) fn u32_at(b: &[u8], o: usize) -> u32 {

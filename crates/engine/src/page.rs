@@ -43,7 +43,9 @@ pub const HEADER: usize = 48;
 /// value's lengths.
 fn cell_at(buf: &[u8], i: usize) -> (usize, usize, usize) {
     let off = rd16(buf, HEADER + 2 * i) as usize;
-    (off, rd16(buf, off) as usize, rd16(buf, off + 2) as usize)
+    // The key's and the value's lengths, one read.
+    let lens = crate::le::u32_at(buf, off);
+    (off, (lens & 0xffff) as usize, (lens >> 16) as usize)
 }
 
 fn put32(buf: &mut [u8], o: usize, v: u32) {
@@ -371,22 +373,18 @@ impl Page {
 
     /// Asks the CPU to load what a scan reads of the cells of slots
     /// `from..to` (clamped to the page) into its cache ahead of the reads:
-    /// their lengths, keys and values' first bytes (an inline value's
-    /// marker; the value itself is lent, not read). Their first lines are
-    /// read (for the cells' lengths) with no load waiting on another, the
-    /// rest prefetched, so a scan of them waits for memory about once
-    /// rather than once a cell.
+    /// each cell's first two lines, which hold its lengths, a key of up to
+    /// 59 bytes and its value's first byte (an inline value's marker; the
+    /// value itself is lent, not read). Only the slot offsets are read, so
+    /// a scan of them waits for memory about once rather than once a cell.
     pub fn prefetch_keys(&self, from: usize, to: usize) {
+        let end = self.buf.len() - 1;
         for i in from..to.min(self.len()) {
-            let (off, kl, vl) = self.cell(i);
-            // The cell's lines from its first to its last byte read.
-            let last = off + 3 + kl + vl.min(1);
-            let mut at = off;
-            while at < last {
-                prefetch(&self.buf[at]);
-                at += 64;
-            }
-            prefetch(&self.buf[last]);
+            // The cell's first two lines, its header unread: a key of up
+            // to 59 bytes and its value's marker.
+            let off = rd16(&self.buf, HEADER + 2 * i) as usize;
+            prefetch(&self.buf[off.min(end)]);
+            prefetch(&self.buf[(off + 63).min(end)]);
         }
     }
 

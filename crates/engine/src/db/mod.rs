@@ -25,7 +25,7 @@ use crate::error::{corrupt, invalid, Error, Location, Result, Structure};
 use crate::file::{self, Mode, Shrink};
 use crate::group::LogSync;
 use crate::io::{Disk, ReadAt, Region, RegionStats};
-use crate::iter::{prefix_end, Range, ReadAhead};
+use crate::iter::{owned, prefix_end, Range, ReadAhead};
 use crate::logdev;
 use crate::memtable::{head, Memtable};
 use crate::options::{IoProfile, Options, StoreKind, LOG_SECTOR};
@@ -239,14 +239,6 @@ impl Inner {
 
 fn round_up(n: u64, to: u64) -> u64 {
     n.div_ceil(to) * to
-}
-
-fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.to_vec()),
-        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }
 
 impl Db {
@@ -730,7 +722,7 @@ impl Db {
     pub fn prefix(&self, prefix: &[u8]) -> Range<'_> {
         Range::new(
             self,
-            Bound::Included(prefix.to_vec()),
+            owned(Bound::Included(prefix)),
             prefix_end(prefix),
             false,
         )
