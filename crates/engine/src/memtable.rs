@@ -125,22 +125,15 @@ impl Frozen {
         let h = head(key);
         // The heads alone place a key but among slots of its head (seldom
         // more than none): whole keys are compared only there.
-        let mut lo = self.heads.partition_point(|&x| x < h);
-        let mut hi = match self.heads.get(lo) == Some(&h) {
+        let lo = self.heads.partition_point(|&x| x < h);
+        let hi = match self.heads.get(lo) == Some(&h) {
             true => lo + self.heads[lo..].partition_point(|&x| x == h),
             false => lo,
         };
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let o = self.heads[mid]
-                .cmp(&h)
-                .then_with(|| change(&self.slots[mid]).0.cmp(key));
-            match o == Ordering::Less || (at_too && o == Ordering::Equal) {
-                true => lo = mid + 1,
-                false => hi = mid,
-            }
-        }
-        lo
+        lo + self.slots[lo..hi].partition_point(|b| {
+            let o = change(b).0.cmp(key);
+            o == Ordering::Less || (at_too && o == Ordering::Equal)
+        })
     }
 }
 
@@ -334,15 +327,7 @@ impl Memtable {
                     (false, Bound::Unbounded, _) => 0,
                     (true, _, Bound::Unbounded) => f.slots.len(),
                 };
-                // Keys whose heads are past the far bound's are past it:
-                // the walk ends there without loading them.
-                let stop = match (reverse, lo, hi) {
-                    (false, _, Bound::Included(k) | Bound::Excluded(k)) => head(k),
-                    (false, _, Bound::Unbounded) => u64::MAX,
-                    (true, Bound::Included(k) | Bound::Excluded(k), _) => head(k),
-                    (true, Bound::Unbounded, _) => 0,
-                };
-                Walk::Frozen(f, at, stop)
+                Walk::Frozen(f, at)
             }
             None => {
                 let probe = |b: Bound<&[u8]>| match b {
@@ -363,7 +348,8 @@ impl Memtable {
         };
         std::iter::from_fn(move || walk.next(reverse)).take_while(move |&(h, b)| {
             // A head short of the far bound's puts its key inside, one
-            // past it outside, both unread.
+            // past it outside, both unread: the walk ends there without
+            // loading the slot.
             let o = h.cmp(&far_head);
             match (far, reverse) {
                 (Bound::Unbounded, _) => true,
@@ -448,8 +434,8 @@ impl Memtable {
 /// frozen copy (forward: the next one; reverse: the one after the next).
 enum Walk<'a> {
     Set(std::collections::btree_set::Range<'a, Slot>),
-    /// The copy, the slot, and the head past which the walk ends.
-    Frozen(&'a Frozen, usize, u64),
+    /// The copy and the slot (the walk's caller ends it at the far bound).
+    Frozen(&'a Frozen, usize),
 }
 
 impl<'a> Walk<'a> {
@@ -460,15 +446,12 @@ impl<'a> Walk<'a> {
                 true => r.next_back(),
             }
             .map(|s| (s.head, &s.bytes)),
-            Walk::Frozen(f, at, stop) => {
+            Walk::Frozen(f, at) => {
                 let i = match reverse {
                     false => *at,
                     true => at.checked_sub(1)?,
                 };
                 let h = *f.heads.get(i)?;
-                if (!reverse && h > *stop) || (reverse && h < *stop) {
-                    return None;
-                }
                 *at = if reverse { i } else { i + 1 };
                 Some((h, &f.slots[i]))
             }

@@ -39,12 +39,17 @@ pub type PageId = u64;
 /// "No page" in sibling and child pointers.
 pub const NO_PAGE: PageId = u64::MAX;
 pub const HEADER: usize = 48;
+/// Where slot `i`'s cell starts in the image.
+fn slot_offset(buf: &[u8], i: usize) -> usize {
+    rd16(buf, HEADER + 2 * i) as usize
+}
+
 /// Where cell `i` of a tree page's bytes `buf` starts, and its key's and
 /// value's lengths.
 fn cell_at(buf: &[u8], i: usize) -> (usize, usize, usize) {
-    let off = rd16(buf, HEADER + 2 * i) as usize;
+    let off = slot_offset(buf, i);
     // The key's and the value's lengths, one read.
-    let lens = crate::le::u32_at(buf, off);
+    let lens = rd32(buf, off);
     (off, (lens & 0xffff) as usize, (lens >> 16) as usize)
 }
 
@@ -239,7 +244,7 @@ impl Page {
         }
         let mut prev: Option<&[u8]> = None;
         for i in 0..n {
-            let off = rd16(&self.buf, HEADER + 2 * i) as usize;
+            let off = slot_offset(&self.buf, i);
             if off < free_end || off + 4 > size {
                 return Err(bad("cell offset out of range"));
             }
@@ -352,7 +357,7 @@ impl Page {
             self.id(),
             self.len()
         );
-        let off = rd16(&self.buf, HEADER + 2 * i) as usize;
+        let off = slot_offset(&self.buf, i);
         let kl = rd16(&self.buf, off) as usize;
         &self.buf[off + 4..off + 4 + kl]
     }
@@ -382,7 +387,7 @@ impl Page {
         for i in from..to.min(self.len()) {
             // The cell's first two lines, its header unread: a key of up
             // to 59 bytes and its value's marker.
-            let off = rd16(&self.buf, HEADER + 2 * i) as usize;
+            let off = slot_offset(&self.buf, i);
             prefetch(&self.buf[off.min(end)]);
             prefetch(&self.buf[(off + 63).min(end)]);
         }
