@@ -114,7 +114,7 @@ impl Slot {
 /// loads a few cache lines, where a search of the set misses the cache at
 /// about every level of its nodes (about 1 µs a range at 50,000 keys).
 #[derive(Debug)]
-struct Frozen {
+pub(crate) struct Frozen {
     heads: Vec<u64>,
     slots: Vec<Arc<[u8]>>,
 }
@@ -201,10 +201,16 @@ impl Memtable {
         if self.reads.fetch_add(1, atomic::Ordering::Relaxed) < self.slots.len() / 8 {
             return None;
         }
-        Some(self.frozen.get_or_init(|| Frozen {
+        Some(self.freeze())
+    }
+
+    /// Makes the sorted copy now (if not made): for a memtable built in
+    /// one go, as recovery builds it, whose next change may be far off.
+    pub fn freeze(&self) -> &Frozen {
+        self.frozen.get_or_init(|| Frozen {
             heads: self.slots.iter().map(|s| s.head).collect(),
             slots: self.slots.iter().map(|s| Arc::clone(&s.bytes)).collect(),
-        }))
+        })
     }
 
     /// The filter's two bits for `key`.

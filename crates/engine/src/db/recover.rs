@@ -137,6 +137,11 @@ impl Core {
         for id in stored {
             self.pool.forget_installed(id);
         }
+        // Read back whole, the memtable gets its reads' sorted copy now,
+        // not after the first reads have searched the set (a change drops it).
+        if only.is_none() && !self.memtable.is_empty() {
+            self.memtable.freeze();
+        }
         super::give_back();
         Ok(())
     }
