@@ -195,8 +195,18 @@ fn use_shard() -> usize {
 }
 
 /// Pages shared readers may stage before one is sent down the exclusive
-/// path to admit them.
-const MAX_STAGED: usize = 256;
+/// path to admit them (4 MiB of 4 KiB pages). Each such hand-over stops
+/// every reader; staged pages serve reads meanwhile, so holding more of
+/// them costs memory, not reads again.
+const MAX_STAGED: usize = 1024;
+
+/// Pages shared readers read from the store, in the order they read them,
+/// and where each is in that order.
+#[derive(Default)]
+struct Staged {
+    pages: Vec<Page>,
+    at: HashMap<PageId, usize>,
+}
 
 /// Uses readers may record before one is sent down the exclusive path to
 /// hand them over (when other readers kept the policy busy meanwhile).
@@ -237,7 +247,7 @@ pub(crate) struct BufferPool {
     shared: [Mutex<SharedUses>; USE_SHARDS],
     /// Pages shared readers read from the store, admitted at the next
     /// exclusive lock (no writer runs in between, so they are current).
-    staged: Mutex<Vec<Page>>,
+    staged: Mutex<Staged>,
     /// Resident pages that differ from the page store's copy.
     dirty: BTreeSet<PageId>,
     /// The dirty pages by their latest change (the frame's `lsn`), oldest
@@ -330,7 +340,7 @@ impl BufferPool {
         BufferPool {
             frames: HashMap::default(),
             shared: Default::default(),
-            staged: Mutex::new(Vec::new()),
+            staged: Mutex::new(Staged::default()),
             dirty: BTreeSet::new(),
             by_change: BTreeSet::new(),
             change_of: HashMap::default(),
@@ -547,11 +557,25 @@ impl BufferPool {
     /// admit; false, keeping nothing, when too many wait already.
     pub fn stage(&self, page: Page) -> bool {
         let mut s = self.staged.lock().unwrap_or_else(|e| e.into_inner());
-        if s.len() >= MAX_STAGED {
+        debug_assert_eq!(s.pages.len(), s.at.len(), "each staged page once");
+        if s.at.contains_key(&page.id()) {
+            return true; // another reader staged it first
+        }
+        // No more than the pool holds: admitted, they would evict each other.
+        if s.pages.len() >= MAX_STAGED.min(self.capacity) {
             return false;
         }
-        s.push(page);
+        let i = s.pages.len();
+        s.at.insert(page.id(), i);
+        s.pages.push(page);
         true
+    }
+
+    /// The page `id` a shared reader staged, if one did since the last
+    /// exclusive lock: current, as no writer ran since.
+    pub fn staged(&self, id: PageId) -> Option<Page> {
+        let s = self.staged.lock().unwrap_or_else(|e| e.into_inner());
+        s.at.get(&id).map(|&i| s.pages[i].clone())
     }
 
     /// Admits the pages shared readers read (those not resident since),
@@ -560,7 +584,7 @@ impl BufferPool {
     pub fn admit_staged(&mut self, store: &mut dyn PageStore, disk: &mut Disk) -> Result<u64> {
         let staged = std::mem::take(self.staged.get_mut().unwrap_or_else(|e| e.into_inner()));
         let mut n = 0;
-        for page in staged {
+        for page in staged.pages {
             let id = page.id();
             if self.frames.contains_key(&id) {
                 continue;
@@ -1198,5 +1222,28 @@ impl BufferPool {
                     .iter()
                     .filter(|p| !self.imaged.contains(p))
                     .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Lru;
+
+    #[test]
+    fn a_staged_page_serves_reads_and_is_staged_once_up_to_the_pool() {
+        let pool = BufferPool::new(3, Box::<Lru>::default(), false);
+        let page = |id| Page::new(4096, id, Kind::Leaf);
+        assert!(pool.staged(1).is_none());
+        assert!(pool.stage(page(1)));
+        assert_eq!(pool.staged(1).map(|p| p.id()), Some(1));
+        assert!(pool.staged(2).is_none());
+        assert!(pool.stage(page(1)), "staged already: kept once");
+        assert!(pool.stage(page(2)) && pool.stage(page(3)));
+        assert!(!pool.stage(page(4)), "no more than the pool holds");
+        let s = pool.staged.lock().unwrap();
+        let ids: Vec<PageId> = s.pages.iter().map(Page::id).collect();
+        assert_eq!(ids, [1, 2, 3], "in the order read");
+        assert_eq!(s.at.len(), 3);
     }
 }

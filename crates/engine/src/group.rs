@@ -8,6 +8,7 @@
 //! Only a device with a [`Syncer`] (a real file) flushes here; a simulated
 //! device is flushed under the lock, where its virtual clock lives.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use flashkv_device::Syncer;
@@ -42,6 +43,9 @@ pub(crate) struct LogSync {
     syncer: Option<Syncer>,
     state: Mutex<State>,
     flushed: Condvar,
+    /// [`State::failed`], read without the mutex: every read checks it,
+    /// and readers on several threads would pass the mutex's line around.
+    failed: AtomicBool,
 }
 
 impl LogSync {
@@ -51,6 +55,7 @@ impl LogSync {
             syncer,
             state: Mutex::new(State::default()),
             flushed: Condvar::new(),
+            failed: AtomicBool::new(false),
         }
     }
 
@@ -91,7 +96,7 @@ impl LogSync {
 
     /// Whether a flush outside the lock failed (the store must be reopened).
     pub fn failed(&self) -> bool {
-        self.state().failed
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Returns once record count `logged` is durable: flushes if no one
@@ -103,6 +108,11 @@ impl LogSync {
         let mut s = self.state();
         assert!(logged <= s.appended.logged, "record {logged} was appended");
         loop {
+            debug_assert_eq!(
+                s.failed,
+                self.failed.load(Ordering::Relaxed),
+                "the flag mirrors it"
+            );
             if s.failed {
                 return Err(Error::Poisoned);
             }
@@ -124,7 +134,10 @@ impl LogSync {
                     s.durable = s.durable.max(target);
                     s.syncs += 1;
                 }
-                Err(_) => s.failed = true,
+                Err(_) => {
+                    s.failed = true;
+                    self.failed.store(true, Ordering::Release);
+                }
             }
             self.flushed.notify_all();
             if let Err(e) = r {

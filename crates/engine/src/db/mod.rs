@@ -435,8 +435,12 @@ impl Db {
                 return Ok(f(v));
             }
             // A page not in the pool is read here, in parallel with other
-            // readers, and admitted at the next exclusive lock.
+            // readers, and admitted at the next exclusive lock; until then
+            // readers find it staged.
             let mut fetch = |id: PageId| -> Result<Option<Page>> {
+                if let Some(page) = c.pool.staged(id) {
+                    return Ok(Some(page));
+                }
                 let Some(page) = c.reader.as_ref().and_then(|r| c.store.read_shared(r, id)) else {
                     return Ok(None);
                 };
