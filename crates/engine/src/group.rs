@@ -31,9 +31,6 @@ struct State {
     durable: Mark,
     /// A committer is flushing (outside the mutex).
     syncing: bool,
-    /// A flush failed: what it covered is unknown, so nothing more is
-    /// acknowledged until the store is reopened.
-    failed: bool,
     /// Flushes done here, outside the store's lock.
     syncs: u64,
 }
@@ -43,8 +40,10 @@ pub(crate) struct LogSync {
     syncer: Option<Syncer>,
     state: Mutex<State>,
     flushed: Condvar,
-    /// [`State::failed`], read without the mutex: every read checks it,
-    /// and readers on several threads would pass the mutex's line around.
+    /// A flush failed: what it covered is unknown, so nothing more is
+    /// acknowledged until the store is reopened. Outside the mutex: every
+    /// read checks it, and readers on several threads would pass the
+    /// mutex's line around.
     failed: AtomicBool,
 }
 
@@ -108,12 +107,7 @@ impl LogSync {
         let mut s = self.state();
         assert!(logged <= s.appended.logged, "record {logged} was appended");
         loop {
-            debug_assert_eq!(
-                s.failed,
-                self.failed.load(Ordering::Relaxed),
-                "the flag mirrors it"
-            );
-            if s.failed {
+            if self.failed.load(Ordering::Acquire) {
                 return Err(Error::Poisoned);
             }
             if s.durable.logged >= logged {
@@ -134,10 +128,7 @@ impl LogSync {
                     s.durable = s.durable.max(target);
                     s.syncs += 1;
                 }
-                Err(_) => {
-                    s.failed = true;
-                    self.failed.store(true, Ordering::Release);
-                }
+                Err(_) => self.failed.store(true, Ordering::Release),
             }
             self.flushed.notify_all();
             if let Err(e) = r {
