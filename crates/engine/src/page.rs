@@ -181,9 +181,21 @@ impl Page {
         p
     }
 
+    /// A zeroed buffer of `size` bytes to read a page image into
+    /// ([`Page::buffer`]): [`Page::from_bytes`] keeps it as the page's
+    /// image, with no copy.
+    pub fn zeroed(size: usize) -> Arc<[u8]> {
+        std::iter::repeat_n(0, size).collect()
+    }
+
+    /// The bytes of a buffer from [`Page::zeroed`], not yet shared.
+    pub fn buffer(buf: &mut Arc<[u8]>) -> &mut [u8] {
+        Arc::get_mut(buf).expect("a buffer from Page::zeroed is not shared yet")
+    }
+
     /// Parses and validates a page image read from storage, so that no later
     /// accessor can go out of bounds.
-    pub fn from_bytes(buf: Box<[u8]>, expect: PageId) -> Result<Page> {
+    pub fn from_bytes(buf: Arc<[u8]>, expect: PageId) -> Result<Page> {
         let size = buf.len();
         if size < MIN_SIZE {
             return Err(bad_page(expect, "smaller than a page"));
@@ -200,7 +212,7 @@ impl Page {
         }
         let kind = kind_of(buf[5]);
         let mut p = Page {
-            buf: Arc::from(buf),
+            buf,
             index: Vec::new(),
             skip: 0,
             kind,
@@ -884,7 +896,7 @@ mod tests {
             let slot = p.search(&i.to_be_bytes()).unwrap();
             p.remove_at(slot);
         }
-        let img = p.seal().to_vec().into_boxed_slice();
+        let img: Arc<[u8]> = p.seal().into();
         let q = Page::from_bytes(img, 7).unwrap();
         assert_eq!(q.len(), 50);
         assert_eq!(q.key(0), 1u32.to_be_bytes());
@@ -1008,7 +1020,7 @@ mod tests {
                 let c = crc32c::crc32c(&b[4..]);
                 b[0..4].copy_from_slice(&c.to_le_bytes());
             }
-            if let Ok(p) = Page::from_bytes(b.into_boxed_slice(), 3) {
+            if let Ok(p) = Page::from_bytes(b.into(), 3) {
                 for i in 0..p.len() {
                     let _ = (p.key(i), p.val(i));
                 }
@@ -1063,7 +1075,7 @@ mod tests {
                 p.build_index();
                 check(&p, &probes)?;
             }
-            let q = Page::from_bytes(p.seal().to_vec().into_boxed_slice(), 9).unwrap();
+            let q = Page::from_bytes(p.seal().into(), 9).unwrap();
             prop_assert!(q == p, "a page read back has its writer's index");
         }
 

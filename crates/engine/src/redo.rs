@@ -323,13 +323,14 @@ fn from_spans(data: &[u8], page_size: usize, id: PageId, seq: u64) -> Result<Pag
     else {
         return Err(bad(seq, "a page image's spans are out of range"));
     };
-    let mut buf = vec![0u8; page_size].into_boxed_slice();
+    let mut image = Page::zeroed(page_size);
+    let buf = Page::buffer(&mut image);
     buf[..head].copy_from_slice(&rest[..head]);
     let tail = rest.len() - head;
     buf[page_size - tail..].copy_from_slice(&rest[head..]);
     let c = crc32c::crc32c(&buf[4..]);
     buf[..4].copy_from_slice(&c.to_le_bytes());
-    Page::from_bytes(buf, id)
+    Page::from_bytes(image, id)
 }
 
 /// An entry count (u32) and the entries of record `seq`, filling `b` exactly.

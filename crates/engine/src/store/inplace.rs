@@ -214,8 +214,8 @@ impl PageStore for InPlace {
 
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
         debug_assert!(id < self.max_pages(), "page {id} lies in the region");
-        let mut buf = vec![0u8; self.page_size].into_boxed_slice();
-        disk.read(Region::Data, self.offset(id), &mut buf)?;
+        let mut buf = Page::zeroed(self.page_size);
+        disk.read(Region::Data, self.offset(id), Page::buffer(&mut buf))?;
         self.stats.page_reads += 1;
         let page = Page::from_bytes(buf, id)?;
         if !self.sealed.as_written(id, page.bytes()) {
@@ -231,8 +231,8 @@ impl PageStore for InPlace {
         if id >= self.max_pages() {
             return None;
         }
-        let mut buf = vec![0u8; self.page_size].into_boxed_slice();
-        read(self.offset(id), &mut buf).ok()?;
+        let mut buf = Page::zeroed(self.page_size);
+        read(self.offset(id), Page::buffer(&mut buf)).ok()?;
         let page = Page::from_bytes(buf, id).ok()?;
         self.sealed.as_written(id, page.bytes()).then_some(page)
     }

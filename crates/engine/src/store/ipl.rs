@@ -15,6 +15,7 @@
 //! whose generation is not its unit's belongs to an earlier use of the unit.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::{PageStore, StoreStats};
 use crate::buffer::Frame;
@@ -258,8 +259,12 @@ impl Ipl {
         if u.written & (1 << slot) == 0 {
             return Err(bad_page(id, "never written, yet reached"));
         }
-        let mut buf = vec![0u8; self.ps].into_boxed_slice();
-        disk.read(Region::Data, self.page_off(u.phys, slot), &mut buf)?;
+        let mut buf = Page::zeroed(self.ps);
+        disk.read(
+            Region::Data,
+            self.page_off(u.phys, slot),
+            Page::buffer(&mut buf),
+        )?;
         self.stats.page_reads += 1;
         let mut logs = Vec::new();
         for i in self.owned_sectors(u, slot) {
@@ -284,7 +289,7 @@ impl Ipl {
         u: &Unit,
         id: PageId,
         slot: u64,
-        image: Box<[u8]>,
+        image: Arc<[u8]>,
         logs: impl Iterator<Item = &'b [u8]>,
     ) -> Result<Page> {
         let mut page = Page::from_bytes(image, id)?;
@@ -311,7 +316,7 @@ impl Ipl {
         let mut pages = Vec::new();
         for slot in (0..self.ppu).filter(|s| u.written & (1 << s) != 0) {
             let at = slot as usize * self.ps;
-            let image: Box<[u8]> = bytes[at..at + self.ps].into();
+            let image: Arc<[u8]> = bytes[at..at + self.ps].into();
             let logs: Vec<&[u8]> = self
                 .owned_sectors(u, slot)
                 .into_iter()
