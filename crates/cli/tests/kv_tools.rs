@@ -238,3 +238,34 @@ fn shell_answers_one_line_per_command_and_flushes_at_eof() {
     assert_eq!(js[0]["value"], "two words");
     assert!(js[1]["error"].as_str().unwrap().contains("unknown command"));
 }
+
+/// Issue #22's import: a million lines in random key order, with every
+/// default (`--batch` 10,000). Before the log grew to hold what a batch
+/// needs, this stopped at 390,000 pairs with "store is full".
+#[test]
+fn a_million_shuffled_lines_import_with_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let input = dir.path().join("m.tsv");
+    let mut order: Vec<u32> = (0..1_000_000).collect();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(22);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    let lines: String = order
+        .iter()
+        .map(|n| format!("key{n:07}\tvalue {n:07} {}\n", "x".repeat(40)))
+        .collect();
+    std::fs::write(&input, lines).unwrap();
+    let o = kv(&db, &["--create", "import", input.to_str().unwrap()], b"");
+    ok(&o);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("imported 1000000 pairs"), "{said}");
+    assert_eq!(ok(&kv(&db, &["count"], b"")), "1000000\n");
+    let got = ok(&kv(&db, &["get", "key0999999", "key0000000"], b""));
+    let x = "x".repeat(40);
+    assert_eq!(
+        got,
+        format!("key0999999\tvalue 0999999 {x}\nkey0000000\tvalue 0000000 {x}\n")
+    );
+}
