@@ -181,16 +181,15 @@ impl Page {
         p
     }
 
-    /// A zeroed buffer of `size` bytes to read a page image into
-    /// ([`Page::buffer`]): [`Page::from_bytes`] keeps it as the page's
-    /// image, with no copy.
-    pub fn zeroed(size: usize) -> Arc<[u8]> {
-        std::iter::repeat_n(0, size).collect()
-    }
-
-    /// The bytes of a buffer from [`Page::zeroed`], not yet shared.
-    pub fn buffer(buf: &mut Arc<[u8]>) -> &mut [u8] {
-        Arc::get_mut(buf).expect("a buffer from Page::zeroed is not shared yet")
+    /// A page image of `size` bytes that `fill` writes (into zeros), in
+    /// the buffer [`Page::from_bytes`] keeps, so a read is never copied.
+    pub fn filled<E>(
+        size: usize,
+        fill: impl FnOnce(&mut [u8]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<Arc<[u8]>, E> {
+        let mut buf: Arc<[u8]> = std::iter::repeat_n(0, size).collect();
+        fill(Arc::get_mut(&mut buf).expect("a new buffer is not shared"))?;
+        Ok(buf)
     }
 
     /// Parses and validates a page image read from storage, so that no later

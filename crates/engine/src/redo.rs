@@ -323,13 +323,14 @@ fn from_spans(data: &[u8], page_size: usize, id: PageId, seq: u64) -> Result<Pag
     else {
         return Err(bad(seq, "a page image's spans are out of range"));
     };
-    let mut image = Page::zeroed(page_size);
-    let buf = Page::buffer(&mut image);
-    buf[..head].copy_from_slice(&rest[..head]);
-    let tail = rest.len() - head;
-    buf[page_size - tail..].copy_from_slice(&rest[head..]);
-    let c = crc32c::crc32c(&buf[4..]);
-    buf[..4].copy_from_slice(&c.to_le_bytes());
+    let Ok(image) = Page::filled(page_size, |buf| {
+        buf[..head].copy_from_slice(&rest[..head]);
+        let tail = rest.len() - head;
+        buf[page_size - tail..].copy_from_slice(&rest[head..]);
+        let c = crc32c::crc32c(&buf[4..]);
+        buf[..4].copy_from_slice(&c.to_le_bytes());
+        Ok::<(), std::convert::Infallible>(())
+    });
     Page::from_bytes(image, id)
 }
 

@@ -214,8 +214,9 @@ impl PageStore for InPlace {
 
     fn read(&mut self, disk: &mut Disk, id: PageId) -> Result<Page> {
         debug_assert!(id < self.max_pages(), "page {id} lies in the region");
-        let mut buf = Page::zeroed(self.page_size);
-        disk.read(Region::Data, self.offset(id), Page::buffer(&mut buf))?;
+        let buf = Page::filled(self.page_size, |b| {
+            disk.read(Region::Data, self.offset(id), b)
+        })?;
         self.stats.page_reads += 1;
         let page = Page::from_bytes(buf, id)?;
         if !self.sealed.as_written(id, page.bytes()) {
@@ -231,8 +232,7 @@ impl PageStore for InPlace {
         if id >= self.max_pages() {
             return None;
         }
-        let mut buf = Page::zeroed(self.page_size);
-        read(self.offset(id), Page::buffer(&mut buf)).ok()?;
+        let buf = Page::filled(self.page_size, |b| read(self.offset(id), b)).ok()?;
         let page = Page::from_bytes(buf, id).ok()?;
         self.sealed.as_written(id, page.bytes()).then_some(page)
     }

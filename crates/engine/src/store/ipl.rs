@@ -259,12 +259,9 @@ impl Ipl {
         if u.written & (1 << slot) == 0 {
             return Err(bad_page(id, "never written, yet reached"));
         }
-        let mut buf = Page::zeroed(self.ps);
-        disk.read(
-            Region::Data,
-            self.page_off(u.phys, slot),
-            Page::buffer(&mut buf),
-        )?;
+        let buf = Page::filled(self.ps, |b| {
+            disk.read(Region::Data, self.page_off(u.phys, slot), b)
+        })?;
         self.stats.page_reads += 1;
         let mut logs = Vec::new();
         for i in self.owned_sectors(u, slot) {

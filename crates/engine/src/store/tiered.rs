@@ -258,9 +258,10 @@ impl Tiered {
 
     /// Reads one page at `loc`, timing it for the hot/cold costs.
     fn read_at(&mut self, disk: &mut Disk, id: PageId, loc: Loc) -> Result<Page> {
-        let mut buf = Page::zeroed(self.page_size);
         let t0 = disk.now();
-        disk.read(Region::Data, self.offset(loc, id), Page::buffer(&mut buf))?;
+        let buf = Page::filled(self.page_size, |b| {
+            disk.read(Region::Data, self.offset(loc, id), b)
+        })?;
         let side = Self::side(loc);
         self.heat
             .costs
@@ -483,8 +484,7 @@ impl PageStore for Tiered {
         if self.placement == Placement::HotCold || id >= self.home_region {
             return None;
         }
-        let mut buf = Page::zeroed(self.page_size);
-        read(self.offset(self.loc(id), id), Page::buffer(&mut buf)).ok()?;
+        let buf = Page::filled(self.page_size, |b| read(self.offset(self.loc(id), id), b)).ok()?;
         let page = Page::from_bytes(buf, id).ok()?;
         self.sealed.as_written(id, page.bytes()).then_some(page)
     }
