@@ -84,8 +84,7 @@ fn main() {
         let (min, median, max) = (r[0], (r[(n - 1) / 2] + r[n / 2]) / 2.0, r[n - 1]);
         if !args.json {
             println!(
-                "{name}: two threads {median:.2}× one (median of {} rounds; {min:.2}–{max:.2})",
-                r.len()
+                "{name}: two threads {median:.2}× one (median of {n} rounds; {min:.2}–{max:.2})"
             );
         }
         let summary =

@@ -248,10 +248,7 @@ fn a_million_shuffled_lines_import_with_the_defaults() {
     let db = dir.path().join("m.db");
     let input = dir.path().join("m.tsv");
     let mut order: Vec<u32> = (0..1_000_000).collect();
-    let mut rng = rand::rngs::SmallRng::seed_from_u64(22);
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.gen_range(0..=i));
-    }
+    rand::seq::SliceRandom::shuffle(&mut order[..], &mut rand::rngs::SmallRng::seed_from_u64(22));
     let lines: String = order
         .iter()
         .map(|n| format!("key{n:07}\tvalue {n:07} {}\n", "x".repeat(40)))
