@@ -4,7 +4,9 @@
 //! [`EXCEPTIONS`] and [`SECTIONS`] with the reason. Commands run in a scratch folder that
 //! holds `traces/` and `docs/` of this checkout, with the `flashkv` under
 //! test first on PATH; `/tmp/` and `/var/tmp/` in a command stand for that
-//! folder, so runs never meet each other's files. The README stays a front
+//! folder, so runs never meet each other's files. Each page runs in a test
+//! of its own (`page_tests!`), so the test runner runs pages side by side;
+//! a command over two seconds prints its time. The README stays a front
 //! page: at most 250 lines, no dated history.
 
 use std::path::{Path, PathBuf};
@@ -144,61 +146,90 @@ fn expected(cmd: &str) -> i32 {
     }
 }
 
-#[test]
-fn every_documented_command_runs_as_written() {
+/// The pages whose commands run, each in a test of its own so that the
+/// test runner runs them side by side; every page of `docs/` with a ```sh
+/// block must be listed (`every_page_with_commands_has_its_test`).
+macro_rules! page_tests {
+    ($($name:ident => $page:literal),* $(,)?) => {
+        const PAGES: &[&str] = &[$($page),*];
+        $(
+            #[test]
+            fn $name() {
+                run_page($page);
+            }
+        )*
+    };
+}
+
+page_tests! {
+    commands_of_the_readme_run_as_written => "README.md",
+    commands_of_devices_md_run_as_written => "devices.md",
+    commands_of_engine_md_run_as_written => "engine.md",
+    commands_of_hybrid_md_run_as_written => "hybrid.md",
+    commands_of_lab_md_run_as_written => "lab.md",
+    commands_of_profiler_md_run_as_written => "profiler.md",
+    commands_of_seed000_md_run_as_written => "seed000.md",
+}
+
+fn page_path(page: &str) -> PathBuf {
+    match page {
+        "README.md" => root().join(page),
+        _ => root().join("docs").join(page),
+    }
+}
+
+/// Whether a command of `page` under `heading` is one that runs here.
+fn runs_here(page: &str, heading: &str, cmd: &str) -> bool {
+    let excepted_section = SECTIONS.iter().any(|(p, h, _)| *p == page && *h == heading);
+    !excepted_section && exception(cmd).is_none()
+}
+
+/// Runs every command of one page in a scratch folder of its own (its
+/// blocks build on each other) and fails naming each that exited other
+/// than documented. Commands over two seconds print their time.
+fn run_page(page: &str) {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_flashkv"));
     let path = format!(
         "{}:{}",
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut used = vec![false; EXCEPTIONS.len()];
-    let mut used_sections = vec![false; SECTIONS.len()];
-    let mut failures = Vec::new();
-    let mut ran = 0;
-    for doc in docs() {
-        // One scratch folder per page: its blocks build on each other.
-        let dir = tempfile::tempdir().unwrap();
-        for sub in ["traces", "docs"] {
-            std::os::unix::fs::symlink(root().join(sub), dir.path().join(sub)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for sub in ["traces", "docs"] {
+        std::os::unix::fs::symlink(root().join(sub), dir.path().join(sub)).unwrap();
+    }
+    let scratch = format!("{}/", dir.path().display());
+    let text = std::fs::read_to_string(page_path(page)).unwrap();
+    let (mut failures, mut ran) = (Vec::new(), 0);
+    for (heading, cmd) in commands_by_section(&text) {
+        if !runs_here(page, &heading, &cmd) {
+            continue;
         }
-        let scratch = format!("{}/", dir.path().display());
-        let text = std::fs::read_to_string(&doc).unwrap();
-        let page = doc.file_name().unwrap().to_string_lossy().to_string();
-        for (heading, cmd) in commands_by_section(&text) {
-            if let Some(k) = SECTIONS
-                .iter()
-                .position(|(p, h, _)| *p == page && *h == heading)
-            {
-                used_sections[k] = true;
-                continue;
-            }
-            if let Some(e) = exception(&cmd) {
-                used[EXCEPTIONS.iter().position(|x| x == e).unwrap()] = true;
-                continue;
-            }
-            let run = cmd
-                .replace("/var/tmp/", "\u{0}")
-                .replace("/tmp/", &scratch)
-                .replace('\u{0}', &scratch);
-            let o = Command::new("timeout")
-                .args(["300", "bash", "-o", "pipefail", "-c", &run])
-                .current_dir(dir.path())
-                .env("PATH", &path)
-                .env("HOME", dir.path())
-                .output()
-                .unwrap();
-            ran += 1;
-            let code = o.status.code().unwrap_or(-1);
-            if code != expected(&cmd) {
-                let err = String::from_utf8_lossy(&o.stderr);
-                let tail: Vec<&str> = err.lines().rev().take(3).collect();
-                failures.push(format!(
-                    "{}: `{cmd}` exited {code}: {}",
-                    doc.file_name().unwrap().to_string_lossy(),
-                    tail.join(" / ")
-                ));
-            }
+        let run = cmd
+            .replace("/var/tmp/", "\u{0}")
+            .replace("/tmp/", &scratch)
+            .replace('\u{0}', &scratch);
+        let started = std::time::Instant::now();
+        let o = Command::new("timeout")
+            .args(["300", "bash", "-o", "pipefail", "-c", &run])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        let took = started.elapsed().as_secs_f64();
+        if took > 2.0 {
+            eprintln!("{page}: {took:.1} s: {cmd}");
+        }
+        ran += 1;
+        let code = o.status.code().unwrap_or(-1);
+        if code != expected(&cmd) {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let tail: Vec<&str> = err.lines().rev().take(3).collect();
+            failures.push(format!(
+                "{page}: `{cmd}` exited {code}: {}",
+                tail.join(" / ")
+            ));
         }
     }
     assert!(
@@ -207,7 +238,44 @@ fn every_documented_command_runs_as_written() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(ran >= 40, "only {ran} commands ran");
+    assert!(ran > 0, "{page} is listed but runs no command");
+}
+
+/// Every page with commands has its test; the pages together run at least
+/// 40 commands; every exception and excepted section is still needed.
+#[test]
+fn every_page_with_commands_has_its_test() {
+    let mut used = vec![false; EXCEPTIONS.len()];
+    let mut used_sections = vec![false; SECTIONS.len()];
+    let mut runnable = 0;
+    for doc in docs() {
+        let page = doc.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let cmds = commands_by_section(&text);
+        for (heading, cmd) in &cmds {
+            if let Some(k) = SECTIONS
+                .iter()
+                .position(|(p, h, _)| *p == page && h == heading)
+            {
+                used_sections[k] = true;
+            } else if let Some(e) = exception(cmd) {
+                used[EXCEPTIONS.iter().position(|x| x == e).unwrap()] = true;
+            }
+        }
+        let here = cmds.iter().filter(|(h, c)| runs_here(&page, h, c)).count();
+        runnable += here;
+        assert_eq!(
+            PAGES.contains(&page.as_str()),
+            here > 0,
+            "{page}: {here} commands run, but the page is {}listed in page_tests!",
+            if PAGES.contains(&page.as_str()) {
+                ""
+            } else {
+                "not "
+            }
+        );
+    }
+    assert!(runnable >= 40, "only {runnable} commands run");
     let stale: Vec<&str> = EXCEPTIONS
         .iter()
         .zip(&used)
