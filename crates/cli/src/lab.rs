@@ -20,7 +20,7 @@ pub struct LabArgs {
     /// Experiments to run [default: all but pgbench].
     #[arg(value_enum)]
     experiments: Vec<Name>,
-    /// Fewer operations per point: a smoke run that finishes in well under a minute.
+    /// Fewer operations per point: a smoke run of about a minute on two cores (the README's "What it costs").
     #[arg(long)]
     quick: bool,
     /// Print the rows of every experiment as one JSON object on stdout.

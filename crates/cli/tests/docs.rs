@@ -16,7 +16,7 @@ use std::process::Command;
 const EXCEPTIONS: &[(&str, &str)] = &[
     ("./scripts/test", "the test command: it runs this test"),
     (
-        "cargo install --path crates/cli",
+        "cargo install --locked --path crates/cli",
         "a release build of minutes; `install_line_installs_flashkv` checks its path",
     ),
     (
@@ -299,7 +299,8 @@ fn every_page_with_commands_has_its_test() {
 #[test]
 fn install_line_installs_flashkv() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert!(readme.contains("cargo install --path crates/cli"));
+    // --locked: the install builds the versions in Cargo.lock, the ones tested.
+    assert!(readme.contains("cargo install --locked --path crates/cli"));
     let manifest = std::fs::read_to_string(root().join("crates/cli/Cargo.toml")).unwrap();
     assert!(
         manifest.contains("[[bin]]\nname = \"flashkv\""),

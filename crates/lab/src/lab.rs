@@ -10,7 +10,7 @@ use crate::summary::{self, RunInfo};
 
 /// How the lab runs.
 pub struct LabOptions {
-    /// Fewer operations per run: a smoke test that finishes in well under a minute.
+    /// Fewer operations per run: a smoke run of about a minute on two cores.
     pub quick: bool,
     /// Where results are written (one folder per experiment).
     pub out: PathBuf,
