@@ -100,18 +100,19 @@ pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
     run_from(db, ops, sync, Model::new())
 }
 
-/// [`run`] on a store that holds `m` already.
-pub fn run_from(db: &Db, ops: &[Op], sync: bool, mut m: Model) -> (Vec<Model>, usize, bool) {
-    let mut states = vec![m.clone()];
+/// [`run`] on a store that holds `m` already. Each op is applied to a copy
+/// of the last state, the one copy an op needs: the copy is the next state
+/// if the op is acknowledged, or may be if power failed inside it.
+pub fn run_from(db: &Db, ops: &[Op], sync: bool, m: Model) -> (Vec<Model>, usize, bool) {
+    let mut states = vec![m];
     let mut durable = 0;
     for op in ops {
-        let mut next = m.clone();
+        let mut next = states.last().expect("the first state").clone();
         let r = apply(db, op, &mut next);
         let changes = !matches!(op, Op::Flush);
         match r {
             Ok(()) if changes => {
-                m = next;
-                states.push(m.clone());
+                states.push(next);
                 if sync {
                     durable = states.len() - 1;
                 }
