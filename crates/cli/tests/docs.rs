@@ -178,10 +178,27 @@ fn page_path(page: &str) -> PathBuf {
     }
 }
 
-/// Whether a command of `page` under `heading` is one that runs here.
-fn runs_here(page: &str, heading: &str, cmd: &str) -> bool {
-    let excepted_section = SECTIONS.iter().any(|(p, h, _)| *p == page && *h == heading);
-    !excepted_section && exception(cmd).is_none()
+/// Why a command of `page` under `heading` is not run here: its section
+/// (an index into [`SECTIONS`]) or the command (into [`EXCEPTIONS`]).
+enum Skip {
+    Section(usize),
+    Exception(usize),
+}
+
+fn skip(page: &str, heading: &str, cmd: &str) -> Option<Skip> {
+    if let Some(k) = SECTIONS
+        .iter()
+        .position(|(p, h, _)| *p == page && *h == heading)
+    {
+        return Some(Skip::Section(k));
+    }
+    let e = exception(cmd)?;
+    Some(Skip::Exception(
+        EXCEPTIONS
+            .iter()
+            .position(|x| x == e)
+            .expect("an exception's own entry"),
+    ))
 }
 
 /// Runs every command of one page in a scratch folder of its own (its
@@ -202,7 +219,7 @@ fn run_page(page: &str) {
     let text = std::fs::read_to_string(page_path(page)).unwrap();
     let (mut failures, mut ran) = (Vec::new(), 0);
     for (heading, cmd) in commands_by_section(&text) {
-        if !runs_here(page, &heading, &cmd) {
+        if skip(page, &heading, &cmd).is_some() {
             continue;
         }
         let run = cmd
@@ -251,18 +268,14 @@ fn every_page_with_commands_has_its_test() {
     for doc in docs() {
         let page = doc.file_name().unwrap().to_string_lossy().to_string();
         let text = std::fs::read_to_string(&doc).unwrap();
-        let cmds = commands_by_section(&text);
-        for (heading, cmd) in &cmds {
-            if let Some(k) = SECTIONS
-                .iter()
-                .position(|(p, h, _)| *p == page && h == heading)
-            {
-                used_sections[k] = true;
-            } else if let Some(e) = exception(cmd) {
-                used[EXCEPTIONS.iter().position(|x| x == e).unwrap()] = true;
+        let mut here = 0;
+        for (heading, cmd) in commands_by_section(&text) {
+            match skip(&page, &heading, &cmd) {
+                Some(Skip::Section(k)) => used_sections[k] = true,
+                Some(Skip::Exception(k)) => used[k] = true,
+                None => here += 1,
             }
         }
-        let here = cmds.iter().filter(|(h, c)| runs_here(&page, h, c)).count();
         runnable += here;
         assert_eq!(
             PAGES.contains(&page.as_str()),
