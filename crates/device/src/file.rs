@@ -170,6 +170,10 @@ impl FileDevice {
         };
         let (mut file, mut direct, mut warning) = opener.open_direct()?;
         let size = opener.size(&mut file, block_dev)?;
+        if opener.create {
+            // Its name is durable before anything written to it is.
+            crate::sync_parent(path).map_err(DeviceError::Io)?;
+        }
         let mut bounce = Vec::new();
         if direct && size >= DIRECT_ALIGN as u64 {
             if let Some(w) = opener.refuses_direct(&file, &mut bounce)? {

@@ -36,6 +36,7 @@
 #![deny(clippy::unwrap_used)]
 
 mod array;
+mod dirsync;
 mod dram;
 mod error;
 mod fault;
@@ -52,6 +53,7 @@ mod spec;
 mod stats;
 mod store;
 
+pub use dirsync::sync_parent;
 pub use dram::DramParams;
 pub use error::{DeviceError, Result};
 pub use fault::{FaultDevice, FaultPlan, Injected, Strike};

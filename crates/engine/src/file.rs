@@ -8,6 +8,10 @@
 //! I/O with fdatasync on flush: O_DIRECT would force 4 KiB sectors, and
 //! in-page logging writes 512-byte log sectors.
 //!
+//! A new file's directory is synced before the store is used, so the
+//! first durable commit does not depend on a name a power cut could take
+//! ([`flashkv_device::sync_parent`]).
+//!
 //! A `flock` is held for as long as the store is open: exclusive for a
 //! writer, shared for a read-only open, so readers may share a store with
 //! each other but not with a writer. A refused opener gets
@@ -116,6 +120,14 @@ pub(crate) fn open(path: &Path, capacity: u64, mode: Mode) -> Result<(StoreFile,
         return Err(Error::Exists {
             path: path.to_path_buf(),
         });
+    }
+    if created {
+        // The new name is durable before the first commit that needs it.
+        if let Err(e) = flashkv_device::sync_parent(path) {
+            drop(dev);
+            let _ = std::fs::remove_file(path);
+            return Err(Error::Io(e));
+        }
     }
     Ok((dev, created))
 }

@@ -11,7 +11,7 @@ use flashkv_device::{
     BlockDevice, DeviceError, FaultDevice, FaultPlan, Geometry, MemDevice, PairDevice, Strike, Tier,
 };
 use flashkv_engine::{Db, Error, IplGeometry, Options, Placement, StoreKind};
-use flashkv_testing::{cases, soak, Shared};
+use flashkv_testing::{cases, soak, Shared, Tally};
 
 mod common;
 use common::{run, workload, workload_big, Model};
@@ -108,6 +108,10 @@ fn opts_with(
         .unwrap()
 }
 
+/// The share (percent) of memtable cases whose crash must come while the
+/// memtable holds pairs, or the case tests the tree, not the memtable.
+const HELD: u64 = 50;
+
 /// A memtable budget for seed `seed`: small ones drain often (a value
 /// of up to 9 KB may take a budget's whole room).
 fn memtable_for(seed: u64) -> usize {
@@ -127,14 +131,38 @@ fn big_case(seed: u64) -> bool {
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(10..40);
     let ops = workload_big(&mut rng, n, 8000, 3000);
-    crash_case(seed, kind, false, ops, Some(64 << 10), 0)
+    crash_case(seed, kind, false, ops, Some(64 << 10))
 }
 
+/// [`big_case`] in place with a memtable large enough to take the big
+/// batches: their pairs go to the log alone, which moves above the pages.
+fn big_memtable_case(seed: u64) -> Tally {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let n = rng.gen_range(10..40);
+    let ops = workload_big(&mut rng, n, 8000, 3000);
+    let memtable = [1 << 20, 2 << 20][(seed % 2) as usize];
+    crash_tally(
+        seed,
+        StoreKind::InPlace,
+        false,
+        ops,
+        Some(64 << 10),
+        memtable,
+    )
+}
+
+/// What a run to a crash leaves: the states, the last durable one,
+/// whether power failed, and whether the memtable then held pairs.
+type Crashed = (Vec<Model>, usize, bool, bool);
+
 /// Runs `ops` on a store opened on `open()`; a crash while opening leaves the empty state.
-fn run_on(db: Result<Db, Error>, ops: &[common::Op], sync: bool) -> (Vec<Model>, usize, bool) {
+fn run_on(db: Result<Db, Error>, ops: &[common::Op], sync: bool) -> Crashed {
     match db {
-        Ok(db) => run(&db, ops, sync),
-        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true),
+        Ok(db) => {
+            let (states, durable, crashed) = run(&db, ops, sync);
+            (states, durable, crashed, db.stats().memtable_keys > 0)
+        }
+        Err(Error::Device(DeviceError::Crashed)) => (vec![Model::new()], 0, true, false),
         Err(e) => panic!("open: {e}"),
     }
 }
@@ -158,20 +186,31 @@ fn case_sized(
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(ops);
     let ops = workload(&mut rng, n, keys);
-    crash_case(seed, kind, nand, ops, None, 0)
+    crash_case(seed, kind, nand, ops, None)
 }
 
-/// Runs `ops` on a device that loses power at a random write, recovers
-/// (maybe losing power again), and checks the state; `wal`: the log's
-/// size (else a small one at random).
+/// [`crash_tally`] of a case without a memtable: whether power failed inside the workload.
 fn crash_case(
     seed: u64,
     kind: StoreKind,
     nand: bool,
     ops: Vec<common::Op>,
     wal: Option<u64>,
-    memtable: usize,
 ) -> bool {
+    crash_tally(seed, kind, nand, ops, wal, 0).struck > 0
+}
+
+/// Runs `ops` on a device that loses power at a random write, recovers
+/// (maybe losing power again), and checks the state; `wal`: the log's
+/// size (else a small one at random); `memtable`: its budget (0: none).
+fn crash_tally(
+    seed: u64,
+    kind: StoreKind,
+    nand: bool,
+    ops: Vec<common::Op>,
+    wal: Option<u64>,
+    memtable: usize,
+) -> Tally {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x5eed);
     let frames = [1, 2, 8, 64][rng.gen_range(0..4)];
     let sync = rng.gen_bool(0.3);
@@ -205,12 +244,16 @@ fn crash_case(
     );
     let crash = rng.gen_range(0..=dry.with(|d| d.counts().1));
     let dev = device(plan(&mut rng, Some(crash)));
-    let (states, durable, crashed) = run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
+    let (states, durable, crashed, held) =
+        run_on(Db::open(Box::new(dev.clone()), o.clone()), &ops, sync);
     let what = format!(
         "{kind:?} nand={nand} frames={frames} sync={sync} grouped={grouped} memtable={memtable} crash after write {crash}"
     );
     check_recovery(&what, dev, &o, (&states, durable), &mut rng);
-    crashed
+    match memtable {
+        0 => crashed.into(),
+        _ => Tally::memtable(crashed, held),
+    }
 }
 
 /// Recovers `dev` after its crash (losing power again while recovering
@@ -233,7 +276,11 @@ fn check_recovery(
     let dev = restart(dev, plan(rng, None));
     let db =
         Db::open(Box::new(dev), o.clone()).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let got: Model = db.scan(..).unwrap().into_iter().collect();
+    let got: Model = db
+        .scan(..)
+        .unwrap_or_else(|e| panic!("{what}: scan: {e}"))
+        .into_iter()
+        .collect();
     assert!(
         states[durable..].contains(&got),
         "{what}: recovered state matches no allowed state (durable index {durable} of {})",
@@ -254,9 +301,10 @@ fn check_recovery(
 /// A crash case across a close: the workload's first part, a close (an
 /// in-place store's leaves its log to the next open), an open that
 /// resumes that log, the rest; power fails at a random write anywhere in
-/// that, the close and the open included. Returns whether the crash hit,
-/// and whether the second open resumed the log (a dry run says).
-fn resume_case(seed: u64, memtable: usize) -> (bool, bool) {
+/// that, the close and the open included. Returns whether the crash hit
+/// (and the memtable held pairs then), and whether the second open
+/// resumed the log (a dry run says).
+fn resume_case(seed: u64, memtable: usize) -> (Tally, bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let n = rng.gen_range(10..60);
     let ops = workload(&mut rng, n, 150);
@@ -268,53 +316,60 @@ fn resume_case(seed: u64, memtable: usize) -> (bool, bool) {
     let o = opts_with(StoreKind::InPlace, frames, sync, wal, writer, memtable);
     let grouped = seed % 2 == 1;
     let dry = fresh(false, plan(&mut rng, None), grouped);
-    let (_, _, _, resumed) = two_sessions(&dry, &o, &ops, cut, sync);
+    let (_, resumed) = two_sessions(&dry, &o, &ops, cut, sync);
     let crash = rng.gen_range(0..=dry.with(|d| d.counts().1));
     let dev = fresh(false, plan(&mut rng, Some(crash)), grouped);
-    let (states, durable, crashed, _) = two_sessions(&dev, &o, &ops, cut, sync);
+    let ((states, durable, crashed, held), _) = two_sessions(&dev, &o, &ops, cut, sync);
     let what = format!(
         "resume frames={frames} sync={sync} grouped={grouped} memtable={memtable} cut at op {cut} crash after write {crash}"
     );
     check_recovery(&what, dev, &o, (&states, durable), &mut rng);
-    (crashed, resumed)
+    let t = match memtable {
+        0 => crashed.into(),
+        _ => Tally::memtable(crashed, held),
+    };
+    (t, resumed)
 }
 
 /// Runs `ops[..cut]`, closes, reopens, runs the rest, until a crash.
-/// Returns the states, the last durable one, whether power failed, and
-/// whether the second open resumed the log (wrote no checkpoint).
+/// Returns what the run left ([`Crashed`]) and whether the second open
+/// resumed the log (wrote no checkpoint).
 fn two_sessions(
     dev: &Dev,
     o: &Options,
     ops: &[common::Op],
     cut: usize,
     sync: bool,
-) -> (Vec<Model>, usize, bool, bool) {
+) -> (Crashed, bool) {
     let crashed = |e: &Error| matches!(e, Error::Device(DeviceError::Crashed) | Error::Poisoned);
+    let held = |db: &Db| db.stats().memtable_keys > 0;
     let db = match Db::open(Box::new(dev.clone()), o.clone()) {
         Ok(db) => db,
-        Err(e) if crashed(&e) => return (vec![Model::new()], 0, true, false),
+        Err(e) if crashed(&e) => return ((vec![Model::new()], 0, true, false), false),
         Err(e) => panic!("open: {e}"),
     };
     let (mut states, durable, hit) = run(&db, &ops[..cut], sync);
     if hit {
-        return (states, durable, true, false);
+        return ((states, durable, true, held(&db)), false);
     }
+    // A crash inside the close: it was draining or logging what the memtable held.
+    let held_at_close = held(&db);
     match db.close() {
         Ok(_) => {}
-        Err(e) if crashed(&e) => return (states, durable, true, false),
+        Err(e) if crashed(&e) => return ((states, durable, true, held_at_close), false),
         Err(e) => panic!("close: {e}"),
     }
     // The close made every acknowledged write durable.
     let base = states.len() - 1;
     let db = match Db::open(Box::new(dev.clone()), o.clone()) {
         Ok(db) => db,
-        Err(e) if crashed(&e) => return (states, base, true, false),
+        Err(e) if crashed(&e) => return ((states, base, true, false), false),
         Err(e) => panic!("reopen: {e}"),
     };
     let resumed = db.stats().checkpoints == 0;
     let (more, d, hit) = common::run_from(&db, &ops[cut..], sync, states[base].clone());
     states.extend(more.into_iter().skip(1));
-    (states, base + d, hit, resumed)
+    ((states, base + d, hit, held(&db)), resumed)
 }
 
 #[test]
@@ -340,6 +395,7 @@ fn across_a_close(test: &str, seeds: std::ops::Range<u64>, memtable: fn(u64) -> 
         hit
     });
     hits.assert_hits(test, 80);
+    hits.assert_held(test, HELD);
     eprintln!(
         "{test}: the second open resumed the log in {} of {} cases",
         resumed.get(),
@@ -376,9 +432,11 @@ fn crash_in_place_memtable() {
         let mut rng = SmallRng::seed_from_u64(s);
         let n = rng.gen_range(10..80);
         let ops = workload(&mut rng, n, 150);
-        crash_case(s, StoreKind::InPlace, false, ops, None, memtable_for(s))
+        crash_tally(s, StoreKind::InPlace, false, ops, None, memtable_for(s))
     };
-    cases(test, 100_000..101_000, case).assert_hits(test, 80);
+    let t = cases(test, 100_000..101_000, case);
+    t.assert_hits(test, 80);
+    t.assert_held(test, HELD);
 }
 
 #[test]
@@ -443,6 +501,14 @@ fn crash_batches_larger_than_the_log() {
 }
 
 #[test]
+fn crash_batches_larger_than_the_log_with_a_memtable() {
+    let test = "crash_batches_larger_than_the_log_with_a_memtable";
+    let t = cases(test, 85_000..85_200, big_memtable_case);
+    t.assert_hits(test, 80);
+    t.assert_held(test, HELD);
+}
+
+#[test]
 fn crash_long_workloads() {
     cases("crash_long_workloads", 60_000..60_060, long_case);
 }
@@ -477,7 +543,7 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
         true => (fresh(nand, q, false), fresh(log_nand, p, g)),
         false => (fresh(nand, p, false), fresh(log_nand, q, g)),
     };
-    let (states, durable, crashed) = run_on(open(&data, &log), &ops, sync);
+    let (states, durable, crashed, _) = run_on(open(&data, &log), &ops, sync);
     let what = format!(
         "{kind:?} nand={nand} log_nand={log_nand} grouped={g} crash after write {crash} of the {}",
         if on_log { "log" } else { "store" }
@@ -493,7 +559,11 @@ fn case_with_log(seed: u64, kind: StoreKind, nand: bool, log_nand: bool) -> bool
     let (pd, pl) = (plan(&mut rng, None), plan(&mut rng, None));
     let (data, log) = (restart(data, pd), restart(log, pl));
     let db = open(&data, &log).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    let got: Model = db.scan(..).unwrap().into_iter().collect();
+    let got: Model = db
+        .scan(..)
+        .unwrap_or_else(|e| panic!("{what}: scan: {e}"))
+        .into_iter()
+        .collect();
     assert!(
         states[durable..].contains(&got),
         "{what}: recovered state matches no allowed state (durable index {durable} of {})",

@@ -315,6 +315,13 @@ fn open_on_device(args: &KvArgs, name: &str, fresh: bool, opts: Options) -> Resu
         .open(&args.db)
         .map_err(|e| Fail::Usage(format!("--db {}: {e}", args.db.display())))?;
     lock(&file, &args.db, args.wait)?;
+    if fresh {
+        // The new name is durable before the first commit that needs it.
+        flashkv_device::sync_parent(&args.db).map_err(|e| {
+            let _ = std::fs::remove_file(&args.db);
+            Fail::Run(e.to_string())
+        })?;
+    }
     let dev = SimDevice::with_store(&spec, DataStore::File(file))
         .map_err(|e| Fail::Run(e.to_string()))?;
     let r = if fresh {

@@ -153,7 +153,8 @@ fn create_marked(path: &Path, len: u64, created: &mut Created) -> Result<(), Cli
     header[..MARKER.len()].copy_from_slice(MARKER);
     f.write_all(&header).map_err(fail)?;
     f.set_len(len).map_err(fail)?;
-    f.sync_all().map_err(fail)
+    f.sync_all().map_err(fail)?;
+    flashkv_device::sync_parent(path).map_err(fail)
 }
 
 fn has_marker(path: &Path) -> bool {

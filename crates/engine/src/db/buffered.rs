@@ -48,20 +48,24 @@ impl Core {
         }
         self.guard(|c| {
             let len = redo::Writer::pairs_len(changes.iter().copied());
-            let mut rec = redo::Writer::new(&c.meta, len);
-            rec.pairs(changes.iter().copied(), len);
-            let payload = rec.finish();
+            let size = redo::META_BYTES + len;
             // A log short of room drains the memtable rather than carry it
             // into a new epoch: carried at every switch, the pairs would be
             // written again and again while the memtable grows.
-            let mut short = c.log_short(payload.len());
+            let mut short = c.log_short(size);
             if short.is_some() && !c.memtable.is_empty() {
                 c.drain()?;
-                short = c.log_short(payload.len());
+                short = c.log_short(size);
             }
             if let Some(want) = short {
                 c.make_room(want)?;
             }
+            // Made after the drain: the record carries the tree's state,
+            // which recovery takes from the last record it replays.
+            let mut rec = redo::Writer::new(&c.meta, len);
+            rec.pairs(changes.iter().copied(), len);
+            let payload = rec.finish();
+            assert_eq!(payload.len(), size, "a pairs record as sized");
             c.disk.append(redo::REDO_RECORD, &payload)?;
             c.wal_seq = c.disk.journal.as_ref().map_or(c.wal_seq, |w| w.next_seq);
             let m = c.memtable_mut();

@@ -261,35 +261,50 @@ impl Core {
     /// On the store's device, above the pages in use with room for as many
     /// again (at least [`GROWTH_GAP`]), so the page store may keep growing
     /// and a file stays about twice its data; else as high as it fits, or
-    /// below the region it is in. On a
-    /// log device, after its home. Raw NAND keeps its log at home.
+    /// below the region it is in, still leaving the pages room for as many
+    /// again: of a size rounded up to a power of two (room to grow into
+    /// before the next move), else just the size it needs, before one that
+    /// leaves them less (a device too small for both: a log that squeezed
+    /// the pages would make the next batch find the store full). On a log
+    /// device, after its home. Raw NAND keeps its log at home.
     fn grown_region(&self, want: u64) -> Option<(u64, u64)> {
         let (l, lg) = (self.layout, self.disk.log_geo);
         if lg.program_once {
             return None;
         }
         let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
-        let len = round_up(want.saturating_mul(2).next_power_of_two(), 2 * align);
-        let (end, floor, gap) = match self.log_id {
+        let roomy = round_up(want.saturating_mul(2).next_power_of_two(), 2 * align);
+        let tight = round_up(want.saturating_mul(2), 2 * align);
+        let (end, floor, data) = match self.log_id {
             0 => {
                 let used = self.store.used(self.meta.next_page).max(l.data_start);
-                let data = used - l.data_start;
-                (l.data_start + l.data_len, used, data.max(GROWTH_GAP))
+                (l.data_start + l.data_len, used, used - l.data_start)
             }
             _ => (lg.capacity, l.home_start + l.home_len, 0),
         };
         let here = (l.wal_start, l.wal_start + l.wal_len);
-        let clear = |s: u64| s >= floor && s + len <= end && (s + len <= here.0 || s >= here.1);
-        let low = round_up(floor + gap, align);
-        let above = (!l.at_home()).then_some(round_up(here.1, align));
-        let below = (!l.at_home()).then(|| here.0.checked_sub(len)).flatten();
-        let top = end.checked_sub(len);
-        [Some(low), above, top, below]
-            .map(|s| s.map(|s| s - s % align))
-            .into_iter()
-            .flatten()
-            .find(|&s| clear(s))
-            .map(|s| (s, len))
+        let place = |len: u64, lowest: u64| {
+            let clear =
+                |s: u64| s >= lowest && s + len <= end && (s + len <= here.0 || s >= here.1);
+            let low = round_up(
+                floor + data.max(GROWTH_GAP) * u64::from(self.log_id == 0),
+                align,
+            );
+            let above = (!l.at_home()).then_some(round_up(here.1, align));
+            let below = (!l.at_home()).then(|| here.0.checked_sub(len)).flatten();
+            let top = end.checked_sub(len);
+            [Some(low), above, top, below]
+                .map(|s| s.map(|s| s - s % align))
+                .into_iter()
+                .flatten()
+                .find(|&s| clear(s))
+                .map(|s| (s, len))
+        };
+        let roomy_floor = floor.saturating_add(data);
+        place(roomy, roomy_floor)
+            .or_else(|| place(tight, roomy_floor))
+            .or_else(|| place(roomy, floor))
+            .or_else(|| place(tight, floor))
     }
 
     /// The log now lives at `[start, start+len)`: the page store may not

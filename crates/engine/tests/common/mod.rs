@@ -104,6 +104,19 @@ pub fn run(db: &Db, ops: &[Op], sync: bool) -> (Vec<Model>, usize, bool) {
 /// of the last state, the one copy an op needs: the copy is the next state
 /// if the op is acknowledged, or may be if power failed inside it.
 pub fn run_from(db: &Db, ops: &[Op], sync: bool, m: Model) -> (Vec<Model>, usize, bool) {
+    let crashed = |e: &Error| matches!(e, Error::Device(DeviceError::Crashed) | Error::Poisoned);
+    run_until(db, ops, sync, m, crashed)
+}
+
+/// [`run_from`] where `crashed` tells the errors of a lost power supply
+/// (any other error fails the test).
+pub fn run_until(
+    db: &Db,
+    ops: &[Op],
+    sync: bool,
+    m: Model,
+    crashed: impl Fn(&Error) -> bool,
+) -> (Vec<Model>, usize, bool) {
     let mut states = vec![m];
     let mut durable = 0;
     for op in ops {
@@ -118,7 +131,7 @@ pub fn run_from(db: &Db, ops: &[Op], sync: bool, m: Model) -> (Vec<Model>, usize
                 }
             }
             Ok(()) => durable = states.len() - 1,
-            Err(Error::Device(DeviceError::Crashed)) | Err(Error::Poisoned) => {
+            Err(e) if crashed(&e) => {
                 // The op in flight may or may not have committed.
                 if changes {
                     states.push(next);
