@@ -171,7 +171,10 @@ impl FileDevice {
         let (mut file, mut direct, mut warning) = opener.open_direct()?;
         let size = opener.size(&mut file, block_dev)?;
         if opener.create {
-            // Its name is durable before anything written to it is.
+            // Its length and its name are durable before anything written
+            // to it is: a device that a power cut shrank to nothing, or
+            // took away, would lose every write acknowledged on it.
+            file.sync_all().map_err(|e| with_path(path, e))?;
             crate::sync_parent(path).map_err(DeviceError::Io)?;
         }
         let mut bounce = Vec::new();

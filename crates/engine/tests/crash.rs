@@ -503,7 +503,7 @@ fn crash_batches_larger_than_the_log() {
 #[test]
 fn crash_batches_larger_than_the_log_with_a_memtable() {
     let test = "crash_batches_larger_than_the_log_with_a_memtable";
-    let t = cases(test, 85_000..85_200, big_memtable_case);
+    let t = cases(test, 85_000..85_120, big_memtable_case);
     t.assert_hits(test, 80);
     t.assert_held(test, HELD);
 }

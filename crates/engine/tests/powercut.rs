@@ -211,7 +211,7 @@ fn suite(test: &str, seeds: std::ops::Range<u64>, kind: StoreKind, big: bool, he
 
 #[test]
 fn power_cut_in_place() {
-    suite("power_cut_in_place", 0..150, StoreKind::InPlace, false, 50);
+    suite("power_cut_in_place", 0..200, StoreKind::InPlace, false, 50);
 }
 
 #[test]
