@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     pub dead: bool,
     /// Requests that failed because power was off.
     pub refused: u64,
+    /// Answer a directory sync with EINVAL, as some file systems do.
+    pub refuse_dir_sync: bool,
 }
 
 impl Inner {
@@ -327,6 +329,14 @@ impl Filesystem for PowerCutFs {
     }
 
     fn fsyncdir(&self, _: &Request, ino: INodeNo, _: FileHandle, _: bool, reply: ReplyEmpty) {
+        let refused = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .refuse_dir_sync;
+        if refused {
+            return reply.error(Errno::EINVAL);
+        }
         answer!(reply, self.sync(ino), |_v| reply.ok());
     }
 

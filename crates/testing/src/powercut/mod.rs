@@ -104,6 +104,12 @@ impl PowerCut {
         g.armed = None;
     }
 
+    /// Makes directory syncs fail with EINVAL (`true`), as on a file
+    /// system that does not sync directories, or work again.
+    pub fn refuse_dir_syncs(&self, refuse: bool) {
+        self.lock().refuse_dir_sync = refuse;
+    }
+
     /// Whether power is off (a cut struck and no restart followed).
     pub fn is_cut(&self) -> bool {
         self.lock().dead

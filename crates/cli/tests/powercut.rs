@@ -1,4 +1,5 @@
-//! Power cuts under the hybrid drive on real files: `flashkv hybrid
+//! Power cuts under the `flashkv` commands on real files. The hybrid
+//! drive: `flashkv hybrid
 //! create` makes the SSD and HDD files on the power-cut layer
 //! (`flashkv_testing::powercut`, a FUSE file system that loses whatever no
 //! `fsync` covered), then this process writes tagged sectors through the
@@ -230,4 +231,43 @@ fn power_cut_under_the_hybrid_on_files() {
     };
     let t = cases(test, 0..300, |seed| case(&pc, seed));
     t.assert_hits(test, 90);
+}
+
+/// A file system that refuses to sync directories: a new store is made
+/// all the same, and the command says so once, naming the directory.
+#[test]
+fn power_cut_layer_refusing_directory_syncs_is_named_once() {
+    let test = "power_cut_layer_refusing_directory_syncs_is_named_once";
+    let pc = match PowerCut::mount() {
+        Ok(pc) => pc,
+        Err(why) => return eprintln!("{test}: skipped: {why}"),
+    };
+    pc.refuse_dir_syncs(true);
+    let db = pc.path().join("store");
+    let out = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["kv", "--db"])
+        .arg(&db)
+        .args(["--create", "put", "k", "v"])
+        .output()
+        .expect("run flashkv");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "kv put failed: {err}");
+    let dir = pc.path().display().to_string();
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("cannot be synced"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains(&dir) && warnings[0].contains("power cut"),
+        "{err}"
+    );
+    pc.refuse_dir_syncs(false);
+    let got = Command::new(env!("CARGO_BIN_EXE_flashkv"))
+        .args(["kv", "--db"])
+        .arg(&db)
+        .args(["get", "k"])
+        .output()
+        .expect("run flashkv");
+    assert_eq!(String::from_utf8_lossy(&got.stdout).trim(), "v");
 }
