@@ -74,9 +74,14 @@ impl Table {
         out
     }
 
-    /// The table in Markdown: number columns right-aligned, text left.
+    /// The table in Markdown: number columns right-aligned, text left;
+    /// every cell escaped ([`md_cell`]), so none can add a column.
     pub fn markdown(&self) -> String {
-        let mut out = format!("### {}\n\n| {} |\n|", self.title, self.headers.join(" | "));
+        let line = |cells: &[String]| {
+            let cells: Vec<String> = cells.iter().map(|c| md_cell(c)).collect();
+            format!("| {} |", cells.join(" | "))
+        };
+        let mut out = format!("### {}\n\n{}\n|", self.title, line(&self.headers));
         for c in 0..self.headers.len() {
             let numeric = !self.rows.is_empty()
                 && self.rows.iter().all(|r| {
@@ -87,10 +92,50 @@ impl Table {
         }
         out.push('\n');
         for r in &self.rows {
-            out.push_str(&format!("| {} |\n", r.join(" | ")));
+            debug_assert_eq!(
+                r.len(),
+                self.headers.len(),
+                "{}: a row of {} cells",
+                self.title,
+                r.len()
+            );
+            out.push_str(&line(r));
+            out.push('\n');
         }
         out
     }
+}
+
+/// Text that stays one cell of a Markdown table: a `|` escaped (GitHub's
+/// tables and pulldown-cmark's take `\|` as a pipe in the text, code
+/// spans included), a line break a space.
+pub fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The cells of a Markdown table row (`| a | b \| c |`): split at the
+/// pipes a backslash does not escape.
+pub fn md_cells(row: &str) -> Vec<&str> {
+    let row = row.trim();
+    let inner = row.strip_prefix('|').unwrap_or(row);
+    let inner = inner
+        .strip_suffix('|')
+        .filter(|r| !r.ends_with('\\'))
+        .unwrap_or(inner);
+    let mut cells = Vec::new();
+    let (mut start, mut escaped) = (0, false);
+    for (i, ch) in inner.char_indices() {
+        match ch {
+            '\\' => escaped = !escaped,
+            '|' if !escaped => {
+                cells.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => escaped = false,
+        }
+    }
+    cells.push(inner[start..].trim());
+    cells
 }
 
 fn looks_numeric(s: &str) -> bool {
@@ -137,6 +182,21 @@ pub fn size_label(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cell_with_a_pipe_stays_one_cell() {
+        let mut t = Table::new("t", &["a", "b"]);
+        t.push(vec!["seed | model".into(), "x\ny".into()]);
+        let md = t.markdown();
+        let rows: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(rows.len(), 3, "{md}");
+        for r in [rows[0], rows[2]] {
+            assert_eq!(md_cells(r).len(), 2, "{r}");
+        }
+        assert_eq!(md_cells(rows[2]), vec!["seed \\| model", "x y"]);
+        // Unescaped, the same row would have three cells.
+        assert_eq!(md_cells("| seed | model | x |").len(), 3);
+    }
 
     #[test]
     fn text_table_aligns_columns() {

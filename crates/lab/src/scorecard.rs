@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::lab::LabError;
+use crate::report::md_cell as cell;
 
 /// The file an experiment's claims are kept in, beside its section.
 pub const CLAIMS_FILE: &str = "claims.json";
@@ -95,11 +96,6 @@ pub fn markdown(claims: &[(&str, Claim)]) -> String {
         );
     }
     md
-}
-
-/// Text safe inside a Markdown table cell.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// `ours` within `tol` (a fraction) of `published`.

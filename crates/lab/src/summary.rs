@@ -212,13 +212,14 @@ pub fn write_summary(out: &Path, run: &RunInfo, ran: &[&str]) -> Result<(), LabE
     let mut md = String::from("# flashkv lab summary\n\n");
     md.push_str(&scorecard::markdown(&claims));
     md.push_str("\n## This run\n\n");
+    let cell = crate::report::md_cell;
     let _ = writeln!(md, "| item | value |\n|---|---|");
-    let _ = writeln!(md, "| version | flashkv {} |", run.version);
-    let _ = writeln!(md, "| commit | {} |", run.commit);
-    let _ = writeln!(md, "| date | {} |", run.date);
-    let _ = writeln!(md, "| options | {} |", run.options());
+    let _ = writeln!(md, "| version | flashkv {} |", cell(run.version));
+    let _ = writeln!(md, "| commit | {} |", cell(&run.commit));
+    let _ = writeln!(md, "| date | {} |", cell(&run.date));
+    let _ = writeln!(md, "| options | {} |", cell(&run.options()));
     let _ = writeln!(md, "| seed | {} |", run.seed);
-    let _ = writeln!(md, "| ran | {} |\n", ran.join(", "));
+    let _ = writeln!(md, "| ran | {} |\n", cell(&ran.join(", ")));
     if run.quick {
         md.push_str(
             "_Quick run (`--quick`): fewer operations per point, so figures are noisier._\n\n",
@@ -242,13 +243,15 @@ pub fn write_summary(out: &Path, run: &RunInfo, ran: &[&str]) -> Result<(), LabE
     fs::write(&path, html).map_err(|e| LabError::Output(path, e))
 }
 
-/// The page's style: left-aligned prose at a readable width, tables that
-/// scroll rather than overflow, plots at their own size (their text stays
+/// The page's style: left-aligned prose at a readable width (a long path
+/// in it may break anywhere), tables that scroll rather than break a cell
+/// inside a word or a number, plots at their own size (their text stays
 /// at 12 px or more).
 const STYLE: &str = "\
 body{font-family:system-ui,'DejaVu Sans',sans-serif;line-height:1.5;color:#1a1a1a;\
-max-width:62rem;margin:0 auto;padding:1rem 1.5rem;text-align:left;overflow-wrap:anywhere}
+max-width:62rem;margin:0 auto;padding:1rem 1.5rem;text-align:left}
 p,li{max-width:48rem}
+p,li,h1,h2,h3,nav,figcaption{overflow-wrap:anywhere}
 h1,h2,h3{line-height:1.25}h2{margin-top:2.5rem;border-bottom:1px solid #ddd}
 h3{font-size:1.05rem;margin-top:1.8rem}
 table{border-collapse:collapse;margin:1rem 0;font-size:.88rem;display:block;overflow-x:auto;max-width:100%}

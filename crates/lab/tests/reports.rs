@@ -268,6 +268,7 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
         );
     }
 
+    tables_keep_their_columns(&out.join("summary.md"));
     in_chromium(&out.join("index.html"), svgs.len());
 
     // One experiment again: its section is replaced, the others stay.
@@ -283,6 +284,38 @@ fn every_plot_renders_readably_and_the_summary_links_everything() {
             e.name()
         );
     }
+}
+
+/// Every row of every Markdown table in `md` has as many cells as its
+/// header (a `|` left unescaped in a cell adds a column, which a browser's
+/// table then drops: the cells slide under the wrong headings).
+fn tables_keep_their_columns(md: &Path) {
+    let text = std::fs::read_to_string(md).unwrap();
+    let (mut tables, mut header, mut bad) = (0, None, Vec::new());
+    for (n, line) in text.lines().enumerate() {
+        if !line.starts_with('|') {
+            header = None;
+            continue;
+        }
+        let cells = flashkv_lab::report::md_cells(line).len();
+        match header {
+            None => {
+                header = Some(cells);
+                tables += 1;
+            }
+            Some(h) if h != cells => {
+                bad.push(format!("line {}: {cells} cells under {h}: {line}", n + 1))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(tables > 20, "{tables} tables in {}", md.display());
+    assert!(
+        bad.is_empty(),
+        "{} rows out of their tables' columns:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
 }
 
 /// Every scorecard row names a test function that exists, in the lab's
@@ -334,9 +367,14 @@ window.addEventListener('load', () => {
     .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).display !== 'inline')
     .map(e => e.tagName + ': ' + e.textContent.slice(0, 60));
   const page = document.documentElement.scrollWidth > window.innerWidth + 1;
+  // A number in a table cell on more than one line.
+  const split = [...document.querySelectorAll('td,th')]
+    .filter(e => /^[+\-]?[0-9][0-9.,]*[%x×]?$/.test(e.textContent.trim()))
+    .filter(e => { const r = document.createRange(); r.selectNodeContents(e); return r.getClientRects().length > 1; })
+    .map(e => e.textContent.trim());
   const r = document.createElement('pre');
   r.id = 'flashkv-check';
-  r.textContent = JSON.stringify({images: imgs.length, broken, over, page});
+  r.textContent = JSON.stringify({images: imgs.length, broken, over, page, split});
   document.body.appendChild(r);
 });
 </script>"#;
@@ -381,4 +419,9 @@ window.addEventListener('load', () => {
     );
     assert_eq!(r["over"], serde_json::json!([]), "text that overflows: {r}");
     assert_eq!(r["page"], false, "the page scrolls sideways: {r}");
+    assert_eq!(
+        r["split"],
+        serde_json::json!([]),
+        "numbers broken over lines: {r}"
+    );
 }
