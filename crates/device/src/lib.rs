@@ -145,6 +145,13 @@ pub trait BlockDevice: Send + Sync {
     fn read_at(&mut self, at: Nanos, offset: u64, buf: &mut [u8]) -> Result<Completion>;
     /// Writes `buf` at `offset`, issued at `at`.
     fn write_at(&mut self, at: Nanos, offset: u64, buf: &[u8]) -> Result<Completion>;
+    /// Writes `len` zero bytes at `offset`, issued at `at`: the same
+    /// request as [`BlockDevice::write_at`] with a buffer of zeros (costed
+    /// and counted as one), which a device that keeps its data sparsely
+    /// need not scan.
+    fn write_zeros_at(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
+        self.write_at(at, offset, &vec![0; len as usize])
+    }
     /// Makes every completed write durable (drains write caches).
     fn flush_at(&mut self, at: Nanos) -> Result<Completion>;
     /// Tells the device the range holds no data; it reads back as zeros.
@@ -248,6 +255,11 @@ pub trait BlockDevice: Send + Sync {
     fn write(&mut self, offset: u64, buf: &[u8]) -> Result<Completion> {
         let at = self.clock();
         self.write_at(at, offset, buf)
+    }
+    /// Synchronous [`BlockDevice::write_zeros_at`].
+    fn write_zeros(&mut self, offset: u64, len: u64) -> Result<Completion> {
+        let at = self.clock();
+        self.write_zeros_at(at, offset, len)
     }
     /// Synchronous flush.
     fn flush(&mut self) -> Result<Completion> {

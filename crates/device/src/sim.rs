@@ -273,6 +273,17 @@ impl BlockDevice for SimDevice {
         Ok(self.account(c, wake_nj))
     }
 
+    fn write_zeros_at(&mut self, at: Nanos, offset: u64, len: u64) -> Result<Completion> {
+        self.geometry.check(offset, len)?;
+        let (at, wake_nj) = self.wake(at);
+        let c = self.model.write(at, offset, len, &mut self.stats)?;
+        // What a write of zeros leaves, without reading a buffer of them.
+        self.data.zero(offset, len)?;
+        self.stats.host_writes += 1;
+        self.stats.host_write_bytes += len;
+        Ok(self.account(c, wake_nj))
+    }
+
     fn flush_at(&mut self, at: Nanos) -> Result<Completion> {
         let (at, wake_nj) = self.wake(at);
         let c = self.model.flush(at, &mut self.stats)?;

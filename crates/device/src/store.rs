@@ -100,6 +100,8 @@ impl DataStore {
     /// Zeroes `[offset, offset+len)`.
     pub fn zero(&mut self, offset: u64, len: u64) -> Result<()> {
         match self {
+            // Nothing written yet: zeros everywhere already.
+            DataStore::Memory(chunks) if chunks.is_empty() => Ok(()),
             DataStore::Memory(chunks) => {
                 let mut pos = offset;
                 let end = offset + len;

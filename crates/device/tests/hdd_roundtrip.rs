@@ -88,3 +88,35 @@ fn misaligned_and_out_of_range_io_is_refused() {
     assert!(d.write(cap, &buf).is_err());
     assert!(d.read(cap - 512, &mut buf).is_ok());
 }
+
+/// A write of zeros (`write_zeros_at`, as the profiler's preconditioning
+/// issues) is the write of a zero buffer: the same completion, counters
+/// and data, on an empty device and over data, on a disk and an SSD.
+#[test]
+fn a_write_of_zeros_is_a_write_of_a_zero_buffer() {
+    for preset in ["hdd-7200", "nvme"] {
+        let mut a = flashkv_device::presets::open(preset).unwrap();
+        let mut b = flashkv_device::presets::open(preset).unwrap();
+        for (off, len) in [(0u64, 1u64 << 20), (8192, 4096), (1 << 20, 3 << 20)] {
+            let data = vec![0xA5; len as usize];
+            for d in [&mut a, &mut b] {
+                d.write(off + 4096, &data).unwrap();
+            }
+            let ca = a.write_at(a.clock(), off, &vec![0; len as usize]).unwrap();
+            let cb = b.write_zeros_at(b.clock(), off, len).unwrap();
+            assert_eq!(
+                (ca.start, ca.end, ca.energy_nj),
+                (cb.start, cb.end, cb.energy_nj),
+                "{preset}"
+            );
+            let (mut ra, mut rb) = (vec![1; len as usize + 8192], vec![2; len as usize + 8192]);
+            a.read(off, &mut ra).unwrap();
+            b.read(off, &mut rb).unwrap();
+            assert!(
+                ra == rb && ra[..len as usize].iter().all(|&x| x == 0),
+                "{preset}: data"
+            );
+        }
+        assert_eq!(a.stats(), b.stats(), "{preset}: every counter");
+    }
+}

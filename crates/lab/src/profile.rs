@@ -406,14 +406,13 @@ fn write_span(
 ) -> Result<(), DeviceError> {
     let g = dev.geometry();
     let step = (1u64 << 20).max(g.erase_unit.unwrap_or(0));
-    let zeros = vec![0u8; step.min(len) as usize];
     let mut off = 0;
     while off < len {
         let n = step.min(len - off);
         if g.program_once && dev.is_programmed(off, n) {
-            update_in_place(dev, off, &zeros[..n as usize])?;
+            update_in_place(dev, off, &vec![0u8; n as usize])?;
         } else {
-            dev.write(off, &zeros[..n as usize])?;
+            dev.write_zeros(off, n)?;
         }
         tick((off + n).div_ceil(MIB) - off.div_ceil(MIB));
         off += n;
