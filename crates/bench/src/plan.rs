@@ -222,7 +222,7 @@ impl Plan {
                     ),
                 };
                 format!(
-                    "### YCSB, {}: {} records of {} B ({} MiB), {} operations per workload and \
+                    "### YCSB, {}: {} records of {} B ({:.1} MiB), {} operations per workload and \
                      thread count, seed {}, {median}\n\n{memory}. Load in durable batches of \
                      {LOAD_BATCH}; each update, insert and read-modify-write is one durable \
                      commit; each writing workload then closes and reopens the engine (WA through \
@@ -230,7 +230,7 @@ impl Plan {
                     if scale.name == Some("larger") { "larger than memory" } else { "data in memory" },
                     c.records,
                     c.value_size,
-                    data >> 20,
+                    data as f64 / f64::from(1 << 20),
                     c.ops,
                     self.seed,
                     a.threads

@@ -174,7 +174,8 @@ pub fn run(db: &Db, out: &mut Out, a: &ImportArgs, mut input: Input) -> Result<b
         )?;
     } else {
         eprintln!(
-            "imported {imported} pairs from {} in {batches} batches, {secs:.2} s",
+            "imported {} from {} in {batches} batches, {secs:.2} s",
+            super::pairs(imported),
             input.name
         );
     }

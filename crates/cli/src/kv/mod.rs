@@ -204,6 +204,14 @@ pub fn run(args: KvArgs) -> ExitCode {
     }
 }
 
+/// "1 pair", "2 pairs".
+pub(crate) fn pairs(n: u64) -> String {
+    match n {
+        1 => "1 pair".into(),
+        n => format!("{n} pairs"),
+    }
+}
+
 fn options(args: &KvArgs) -> Result<Options, Fail> {
     let policy = flashkv_engine::policy_by_name(&args.policy)
         .ok_or_else(|| Fail::Usage(format!("unknown policy {}", args.policy)))?;

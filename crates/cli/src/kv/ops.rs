@@ -1,6 +1,7 @@
 //! The one-shot kv subcommands and how they print: TSV-style text by
 //! default, one JSON object per line with `--json`.
 
+use super::pairs;
 use std::io::{BufWriter, Stdout, Write};
 use std::ops::Bound;
 use std::path::Path;
@@ -265,7 +266,7 @@ pub fn delete(db: &Db, out: &mut Out, a: &DeleteArgs) -> Result<bool, Fail> {
         if out.json || out.shell {
             out.reply(&format!("deleted {n}"), j)?;
         } else {
-            eprintln!("deleted {n} pairs");
+            eprintln!("deleted {}", pairs(n));
         }
         return Ok(true);
     }
@@ -410,7 +411,7 @@ pub fn export(db: &Db, out: &mut Out, prefix: Option<&str>, f: TextFormat) -> Re
     let n = each_pair(db, &prefix_bounds(&p), false, usize::MAX, |k, v| {
         out.pair(k, v, jsonl)
     })?;
-    eprintln!("exported {n} pairs");
+    eprintln!("exported {}", pairs(n as u64));
     Ok(true)
 }
 
