@@ -60,7 +60,36 @@ pub fn clap_line(e: &clap::Error) -> String {
         .collect();
     let msg = msg.join(" ");
     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-    format!("{msg} (see --help)")
+    match misplaced_kv_option(e, &rendered) {
+        Some(opt) => format!(
+            "{msg}: {opt} is an option of `kv` and goes before its subcommand \
+             (flashkv kv --db FILE put KEY VALUE; see --help)"
+        ),
+        None => format!("{msg} (see --help)"),
+    }
+}
+
+/// The `kv` option a parse error found after `kv`'s subcommand, if any
+/// (`flashkv kv put a b --db x`).
+fn misplaced_kv_option(e: &clap::Error, rendered: &str) -> Option<String> {
+    const KV_OPTIONS: [&str; 10] = [
+        "--db",
+        "--create",
+        "--wait",
+        "--device",
+        "--store",
+        "--size",
+        "--buffer",
+        "--policy",
+        "--key-format",
+        "--value-format",
+    ];
+    if e.kind() != clap::error::ErrorKind::UnknownArgument || !rendered.contains("flashkv kv ") {
+        return None;
+    }
+    let arg = e.get(clap::error::ContextKind::InvalidArg)?.to_string();
+    let name = arg.split('=').next().unwrap_or(&arg);
+    KV_OPTIONS.contains(&name).then(|| name.to_string())
 }
 
 impl From<flashkv_device::DeviceError> for CliError {

@@ -533,3 +533,21 @@ fn hybrid_create_then_inspect_on_files() {
         "x.img",
     );
 }
+
+/// A `kv` option after its subcommand says where it goes; another
+/// unknown argument keeps clap's plain message.
+#[test]
+fn a_kv_option_after_the_subcommand_says_where_it_goes() {
+    assert_usage_error(
+        &["kv", "put", "a", "b", "--db", "x"],
+        "--db is an option of `kv` and goes before its subcommand",
+    );
+    assert_usage_error(
+        &["kv", "get", "a", "--device=nvme"],
+        "--device is an option of `kv`",
+    );
+    let o = flashkv(&["kv", "--db", "x", "put", "a", "b", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stderr(&o).contains("option of `kv`"), "{}", stderr(&o));
+    assert!(!std::path::Path::new("x").exists(), "nothing was created");
+}
