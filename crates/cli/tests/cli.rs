@@ -551,3 +551,23 @@ fn a_kv_option_after_the_subcommand_says_where_it_goes() {
     assert!(!stderr(&o).contains("option of `kv`"), "{}", stderr(&o));
     assert!(!std::path::Path::new("x").exists(), "nothing was created");
 }
+
+/// An engine option the command line sets is named by its flag, not by
+/// the engine's field name, and the refused store leaves no file.
+#[test]
+fn a_refused_size_is_named_by_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("small");
+    let db = db.to_str().unwrap();
+    assert_usage_error(
+        &[
+            "kv", "--db", db, "--create", "--size", "1k", "put", "a", "b",
+        ],
+        "--size: 1024 bytes of the device is too small",
+    );
+    assert!(!stderr(&flashkv(&[
+        "kv", "--db", db, "--create", "--size", "1k", "put", "a", "b"
+    ]))
+    .contains("max_size"));
+    assert!(!std::path::Path::new(db).exists(), "no file was left");
+}

@@ -176,10 +176,14 @@ pub(crate) enum Fail {
 impl From<Error> for Fail {
     fn from(e: Error) -> Self {
         match e {
+            // Named as the command line names it, where it does.
+            Error::InvalidOption { option, why } => match flag(option) {
+                Some(f) => Fail::Usage(format!("{f}: {why}")),
+                None => Fail::Usage(format!("invalid option {option}: {why}")),
+            },
             Error::KeyTooLarge { .. }
             | Error::ValueTooLarge { .. }
             | Error::StoreMismatch { .. }
-            | Error::InvalidOption { .. }
             | Error::NotAStore
             | Error::NotAStoreFile { .. }
             | Error::NoStore { .. }
@@ -187,6 +191,18 @@ impl From<Error> for Fail {
             | Error::Version { .. } => Fail::Usage(e.to_string()),
             _ => Fail::Run(e.to_string()),
         }
+    }
+}
+
+/// The `kv` flag that sets engine option `option` (as
+/// `flashkv_engine::OptionsBuilder` names it), if one does.
+fn flag(option: &str) -> Option<&'static str> {
+    match option {
+        "max_size" => Some("--size"),
+        "store" => Some("--store"),
+        "buffer_pages" | "pool" => Some("--buffer"),
+        "policy" => Some("--policy"),
+        _ => None,
     }
 }
 
