@@ -66,7 +66,14 @@ fn the_shell_quotes_scans_ranges_counts_prefixes_and_quits() {
         assert!(help.contains(word), "{word} in {help}");
     }
     let stats = ok(&kv(&db, &["shell"], b"stats\nexit\n"));
-    assert!(stats.contains("keys\t2\n"), "{stats}");
+    assert!(stats.contains("\nkeys\t2\n"), "{stats}");
+    // Pairs still in the memtable count as keys, as `count` counts them.
+    let stats = ok(&kv(&db, &["shell"], b"put zz 1\nstats\ncount\nexit\n"));
+    assert!(
+        stats.contains("\nkeys\t3\n") && stats.ends_with("3\n"),
+        "{stats}"
+    );
+    assert!(stats.contains("\nmemtable_keys\t1\n"), "{stats}");
 }
 
 #[test]

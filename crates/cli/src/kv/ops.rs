@@ -442,7 +442,9 @@ pub fn stats(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
         "policy": s.policy,
         "layout": layout,
         "file_bytes": file_bytes,
-        "keys": shape.keys,
+        // Live keys, as `count` counts them: the tree's and the memtable's.
+        "keys": count_keys(db, b"")?,
+        "tree_keys": shape.keys,
         // Changes not yet in the tree (a store a close left them in).
         "memtable_keys": s.memtable_keys,
         "tree_height": shape.height,
