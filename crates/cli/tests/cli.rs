@@ -571,3 +571,38 @@ fn a_refused_size_is_named_by_its_flag() {
     .contains("max_size"));
     assert!(!std::path::Path::new(db).exists(), "no file was left");
 }
+
+/// A key over the engine's limit is refused before `--create` makes a
+/// store, and `kv --help` states the limits.
+#[test]
+fn a_key_or_value_over_its_limit_is_refused_before_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("limits");
+    let db = db.to_str().unwrap();
+    let long_key = "k".repeat(1025);
+    assert_usage_error(
+        &["kv", "--db", db, "--create", "put", &long_key, "v"],
+        "key of 1025 bytes is too large (limit 1024)",
+    );
+    let long_value = "ab".repeat((1 << 20) / 2 + 1);
+    assert_usage_error(
+        &[
+            "kv",
+            "--db",
+            db,
+            "--create",
+            "--value-format",
+            "hex",
+            "put",
+            "k",
+            &long_value,
+        ],
+        "value of 1048577 bytes is too large (limit 1048576)",
+    );
+    assert!(!std::path::Path::new(db).exists(), "no store was made");
+    let help = String::from_utf8_lossy(&flashkv(&["kv", "--help"]).stdout).to_string();
+    assert!(
+        help.contains("a key up to 1 KiB") && help.contains("a value up to 1 MiB"),
+        "{help}"
+    );
+}

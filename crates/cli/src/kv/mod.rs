@@ -34,6 +34,9 @@ backslash as \\t \\n \\r \\\\, and other control characters and bytes that are
 not UTF-8 as \\xNN; `kv import` undoes the same escapes. JSON output needs
 UTF-8: use hex or base64 for binary data there.
 
+Limits: a key up to 1 KiB (1,024 bytes), a value up to 1 MiB (1,048,576
+bytes), after decoding; a longer one is refused with exit 2.
+
 Exit codes: 0 success; 1 not found (get, delete) or a failure while running;
 2 bad input (arguments are checked before --create makes a store).";
 
@@ -436,7 +439,24 @@ fn exec(args: KvArgs) -> Result<ExitCode, Fail> {
 /// Decodes every key and value argument once, to fail before opening the store.
 fn check_args(cmd: &KvCmd, out: &ops::Out) -> Result<(), Fail> {
     match cmd {
-        KvCmd::Put(a) => out.key(&a.key).and(out.value(&a.value)).map(drop),
+        KvCmd::Put(a) => {
+            let (k, v) = (out.key(&a.key)?, out.value(&a.value)?);
+            // Refused before --create makes a store, as the engine would.
+            let (max_k, max_v) = (flashkv_engine::MAX_KEY, flashkv_engine::MAX_VALUE);
+            if k.len() > max_k {
+                return Err(Fail::Usage(format!(
+                    "key of {} bytes is too large (limit {max_k})",
+                    k.len()
+                )));
+            }
+            if v.len() > max_v {
+                return Err(Fail::Usage(format!(
+                    "value of {} bytes is too large (limit {max_v})",
+                    v.len()
+                )));
+            }
+            Ok(())
+        }
         KvCmd::Get(a) => a.keys.iter().try_for_each(|k| out.key(k).map(drop)),
         KvCmd::Delete(a) => a.check(out),
         KvCmd::Count(a) => a.prefix().map_or(Ok(()), |p| out.key(p).map(drop)),
