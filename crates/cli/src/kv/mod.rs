@@ -145,7 +145,7 @@ enum KvCmd {
     /// Many commands in one process, as sqlite3 or redis-cli offer.
     ///
     /// On a terminal: a prompt with line editing and history (kept in
-    /// ~/.flashkv_history). From a pipe: one command per line, one answer per
+    /// ~/.flashkv_history, each command's first 200 bytes). From a pipe: one command per line, one answer per
     /// command, flushed before the next line is read; no prompt.
     ///
     /// Commands (`help CMD` in the shell shows a command's options):

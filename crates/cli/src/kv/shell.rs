@@ -74,6 +74,26 @@ pub fn run(db: &Db, out: &mut Out, path: &Path) -> Result<bool, Fail> {
     Ok(true)
 }
 
+/// Bytes of a command the history keeps: a long value is cut, so a 20 KB
+/// put leaves a line, not 20 KB, in ~/.flashkv_history.
+const HISTORY_LINE: usize = 200;
+
+/// What the history keeps of `line`: nothing for a blank one, the first
+/// [`HISTORY_LINE`] bytes (at a character boundary) and `…` for a long one.
+fn history_entry(line: &str) -> Option<String> {
+    if line.trim().is_empty() {
+        return None;
+    }
+    if line.len() <= HISTORY_LINE {
+        return Some(line.to_string());
+    }
+    let cut = (0..=HISTORY_LINE)
+        .rev()
+        .find(|&i| line.is_char_boundary(i))
+        .unwrap_or(0);
+    Some(format!("{}…", &line[..cut]))
+}
+
 /// A prompt with line editing and history kept in ~/.flashkv_history.
 fn interactive(db: &Db, out: &mut Out, path: &Path) -> Result<(), Fail> {
     let mut ed = rustyline::DefaultEditor::new().map_err(|e| Fail::Run(e.to_string()))?;
@@ -88,8 +108,8 @@ fn interactive(db: &Db, out: &mut Out, path: &Path) -> Result<(), Fail> {
     loop {
         match ed.readline("flashkv> ") {
             Ok(line) => {
-                if !line.trim().is_empty() {
-                    let _ = ed.add_history_entry(line.as_str());
+                if let Some(entry) = history_entry(&line) {
+                    let _ = ed.add_history_entry(entry.as_str());
                 }
                 if one_line(db, out, path, &line)? == Flow::Quit {
                     break;
@@ -182,5 +202,24 @@ fn help_or_error(out: &mut Out, e: &clap::Error, cmd: &str) -> Result<Flow, Fail
             let line = crate::error::clap_line(e).replace("(see --help)", "(see help)");
             Err(Fail::Usage(format!("{cmd}: {line}")))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_keeps_a_long_command_cut() {
+        assert_eq!(history_entry("  "), None);
+        assert_eq!(history_entry("put a b").as_deref(), Some("put a b"));
+        let long = format!("put k {}", "é".repeat(10_000));
+        let kept = history_entry(&long).unwrap();
+        assert!(
+            kept.len() <= HISTORY_LINE + "…".len() && kept.ends_with('…'),
+            "{}",
+            kept.len()
+        );
+        assert!(long.starts_with(kept.trim_end_matches('…')));
     }
 }
