@@ -32,8 +32,6 @@ pub(crate) struct Inner {
     pub armed: Option<(u64, Loss, SmallRng)>,
     /// Power is off: every request fails until the test restarts it.
     pub dead: bool,
-    /// Requests that failed because power was off.
-    pub refused: u64,
     /// Answer a directory sync with EINVAL, as some file systems do.
     pub refuse_dir_sync: bool,
 }
@@ -70,9 +68,8 @@ fn eio() -> Errno {
 impl PowerCutFs {
     /// The shared state, or EIO while power is off.
     fn live(&self) -> Result<MutexGuard<'_, Inner>, Errno> {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         if g.dead {
-            g.refused += 1;
             return Err(eio());
         }
         Ok(g)

@@ -80,11 +80,6 @@ impl PowerCut {
         self.lock().ops
     }
 
-    /// Changes no sync has covered yet.
-    pub fn unsynced(&self) -> usize {
-        self.lock().disk.unsynced()
-    }
-
     /// Cuts power during the `n`-th request from now (1: the next) that
     /// changes or syncs the disk, losing what `loss` drops (chosen by `seed`).
     pub fn arm(&self, n: u64, loss: Loss, seed: u64) {
