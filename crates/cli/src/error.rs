@@ -60,13 +60,26 @@ pub fn clap_line(e: &clap::Error) -> String {
         .collect();
     let msg = msg.join(" ");
     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
-    match misplaced_kv_option(e, &rendered) {
-        Some(opt) => format!(
+    if let Some(opt) = misplaced_kv_option(e, &rendered) {
+        return format!(
             "{msg}: {opt} is an option of `kv` and goes before its subcommand \
              (flashkv kv --db FILE put KEY VALUE; see --help)"
-        ),
-        None => format!("{msg} (see --help)"),
+        );
     }
+    if negative_number(e) {
+        return format!(
+            "{msg}: no number flashkv takes is negative; a key or \
+             value that starts with '-' goes after `--` (flashkv kv --db FILE put KEY -- -1)"
+        );
+    }
+    format!("{msg} (see --help)")
+}
+
+/// Whether a parse error is a negative number taken for an option.
+fn negative_number(e: &clap::Error) -> bool {
+    e.kind() == clap::error::ErrorKind::UnknownArgument
+        && e.get(clap::error::ContextKind::InvalidArg)
+            .is_some_and(|a| a.to_string().parse::<f64>().is_ok_and(|v| v < 0.0))
 }
 
 /// The `kv` option a parse error found after `kv`'s subcommand, if any

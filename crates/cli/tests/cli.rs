@@ -592,3 +592,15 @@ fn a_key_or_value_over_its_limit_is_refused_before_create() {
         "{help}"
     );
 }
+
+/// A negative number taken for an option says why it is refused and how
+/// to pass one as a key or value.
+#[test]
+fn a_negative_number_says_what_to_do() {
+    assert_usage_error(
+        &["profile", "--device", "hdd-7200", "--ops", "-1"],
+        "no number flashkv takes is negative",
+    );
+    assert_usage_error(&["kv", "--db", "x", "put", "a", "-1"], "goes after `--`");
+    assert!(!std::path::Path::new("x").exists(), "nothing was created");
+}
