@@ -62,14 +62,14 @@ pub fn clap_line(e: &clap::Error) -> String {
     let msg = msg.strip_prefix("error: ").unwrap_or(&msg);
     if let Some(opt) = misplaced_kv_option(e, &rendered) {
         return format!(
-            "{msg}: {opt} is an option of `kv` and goes before its subcommand \
-             (flashkv kv --db FILE put KEY VALUE; see --help)"
+            "{msg}: {opt} is an option of `kv` and goes before its subcommand: \
+             flashkv kv --db FILE put KEY VALUE (see --help)"
         );
     }
     if negative_number(e) {
         return format!(
-            "{msg}: no number flashkv takes is negative; a key or \
-             value that starts with '-' goes after `--` (flashkv kv --db FILE put KEY -- -1)"
+            "{msg}: no number flashkv takes is negative; a key or value that starts \
+             with '-' goes after `--`: flashkv kv --db FILE put KEY -- -1 (see --help)"
         );
     }
     format!("{msg} (see --help)")
