@@ -83,26 +83,17 @@ fn negative_number(e: &clap::Error) -> bool {
 }
 
 /// The `kv` option a parse error found after `kv`'s subcommand, if any
-/// (`flashkv kv put a b --db x`).
+/// (`flashkv kv put a b --db x`): one of the long options `KvArgs` has.
 fn misplaced_kv_option(e: &clap::Error, rendered: &str) -> Option<String> {
-    const KV_OPTIONS: [&str; 10] = [
-        "--db",
-        "--create",
-        "--wait",
-        "--device",
-        "--store",
-        "--size",
-        "--buffer",
-        "--policy",
-        "--key-format",
-        "--value-format",
-    ];
+    use clap::Args;
     if e.kind() != clap::error::ErrorKind::UnknownArgument || !rendered.contains("flashkv kv ") {
         return None;
     }
     let arg = e.get(clap::error::ContextKind::InvalidArg)?.to_string();
-    let name = arg.split('=').next().unwrap_or(&arg);
-    KV_OPTIONS.contains(&name).then(|| name.to_string())
+    let name = arg.split('=').next().unwrap_or(&arg).strip_prefix("--")?;
+    let kv = crate::kv::KvArgs::augment_args(clap::Command::new("kv"));
+    let known = kv.get_arguments().any(|a| a.get_long() == Some(name));
+    known.then(|| format!("--{name}"))
 }
 
 impl From<flashkv_device::DeviceError> for CliError {

@@ -145,8 +145,9 @@ enum KvCmd {
     /// Many commands in one process, as sqlite3 or redis-cli offer.
     ///
     /// On a terminal: a prompt with line editing and history (kept in
-    /// ~/.flashkv_history, each command's first 200 bytes). From a pipe: one command per line, one answer per
-    /// command, flushed before the next line is read; no prompt.
+    /// ~/.flashkv_history, each command's first 200 bytes). From a pipe: one
+    /// command per line, one answer per command, flushed before the next
+    /// line is read; no prompt.
     ///
     /// Commands (`help CMD` in the shell shows a command's options):
     ///   put KEY VALUE          the value is the rest of the line
@@ -441,19 +442,21 @@ fn check_args(cmd: &KvCmd, out: &ops::Out) -> Result<(), Fail> {
     match cmd {
         KvCmd::Put(a) => {
             let (k, v) = (out.key(&a.key)?, out.value(&a.value)?);
-            // Refused before --create makes a store, as the engine would.
+            // Refused before --create makes a store, with the engine's errors.
             let (max_k, max_v) = (flashkv_engine::MAX_KEY, flashkv_engine::MAX_VALUE);
             if k.len() > max_k {
-                return Err(Fail::Usage(format!(
-                    "key of {} bytes is too large (limit {max_k})",
-                    k.len()
-                )));
+                return Err(Error::KeyTooLarge {
+                    len: k.len(),
+                    max: max_k,
+                }
+                .into());
             }
             if v.len() > max_v {
-                return Err(Fail::Usage(format!(
-                    "value of {} bytes is too large (limit {max_v})",
-                    v.len()
-                )));
+                return Err(Error::ValueTooLarge {
+                    len: v.len(),
+                    max: max_v,
+                }
+                .into());
             }
             Ok(())
         }

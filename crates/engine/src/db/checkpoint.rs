@@ -275,22 +275,20 @@ impl Core {
         let align = lg.erase_unit.unwrap_or(u64::from(lg.sector_size));
         let roomy = round_up(want.saturating_mul(2).next_power_of_two(), 2 * align);
         let tight = round_up(want.saturating_mul(2), 2 * align);
-        let (end, floor, data) = match self.log_id {
+        let (end, floor, data, gap) = match self.log_id {
             0 => {
                 let used = self.store.used(self.meta.next_page).max(l.data_start);
-                (l.data_start + l.data_len, used, used - l.data_start)
+                let data = used - l.data_start;
+                (l.data_start + l.data_len, used, data, data.max(GROWTH_GAP))
             }
-            _ => (lg.capacity, l.home_start + l.home_len, 0),
+            _ => (lg.capacity, l.home_start + l.home_len, 0, 0),
         };
         let here = (l.wal_start, l.wal_start + l.wal_len);
+        let low = round_up(floor + gap, align);
+        let above = (!l.at_home()).then_some(round_up(here.1, align));
         let place = |len: u64, lowest: u64| {
             let clear =
                 |s: u64| s >= lowest && s + len <= end && (s + len <= here.0 || s >= here.1);
-            let low = round_up(
-                floor + data.max(GROWTH_GAP) * u64::from(self.log_id == 0),
-                align,
-            );
-            let above = (!l.at_home()).then_some(round_up(here.1, align));
             let below = (!l.at_home()).then(|| here.0.checked_sub(len)).flatten();
             let top = end.checked_sub(len);
             [Some(low), above, top, below]
